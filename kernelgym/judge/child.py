@@ -1,0 +1,228 @@
+"""The untrusted side: imports and runs one candidate, answers the parent's requests.
+
+Started by `sandbox.CandidateProcess` as `python -m kernelgym.judge.child IN_FD OUT_FD` in its own
+process group, private scratch dir and Triton cache. It never sees expected outputs or future
+seeds: the parent sends each trial's inputs when it runs and compares the outputs itself. Checks
+made here (output types, aliasing, mutation, launches, threads) are cheap early rejects; the
+verdict is always the parent's.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+
+
+def _limit_resources(cpu_memory_bytes: int | None) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))  # files it writes, not stdout pipes
+    if cpu_memory_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (cpu_memory_bytes, cpu_memory_bytes))
+
+
+def main() -> None:
+    in_fd, out_fd = int(sys.argv[1]), int(sys.argv[2])
+    mem = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    _limit_resources(mem or None)
+    # Heavy imports happen here, before the candidate exists, so they cannot be tampered with first.
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+
+    from kernelgym.judge import protocol
+
+    session = _Session()
+    while True:
+        try:
+            msg = protocol.recv(in_fd, max_bytes=1 << 40)
+        except protocol.ChannelClosed:
+            return
+        op = msg.get("op")
+        if op == "exit":
+            return
+        handler = getattr(session, f"op_{op}", None)
+        reply = handler(msg) if handler else {"error": f"unknown op {op!r}", "kind": "system_error"}
+        protocol.send(out_fd, reply)
+
+
+class _Session:
+    MODULE_NAME = "kernelgym_candidate"
+
+    def __init__(self) -> None:
+        self.model = None
+        self.device = "cpu"
+        self.code_path = ""
+        self.recorder = None
+
+    # -- load: import the candidate and build ModelNew(*init_inputs) under the shared seed ------
+    def op_load(self, msg: dict) -> dict:
+        import importlib.util
+        import inspect
+
+        import torch
+
+        from kernelgym.judge.launch_hook import LaunchRecorder
+
+        self.device = msg["device"]
+        self.code_path = msg["code_path"]
+        self.recorder = LaunchRecorder(self.MODULE_NAME)
+        self.recorder.install()
+        try:
+            spec = importlib.util.spec_from_file_location(self.MODULE_NAME, self.code_path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[self.MODULE_NAME] = module
+            spec.loader.exec_module(module)
+        except BaseException as e:  # noqa: BLE001 - any failure of untrusted import is reported, not raised
+            return self._error(e, phase="import")
+        cls = getattr(module, "ModelNew", None)
+        if cls is None or not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
+            return {"error": "ModelNew must be a class derived from torch.nn.Module", "kind": "invalid_answer"}
+        init_inputs = msg["init_inputs"]
+        try:
+            inspect.signature(cls).bind(*init_inputs)
+        except TypeError as e:
+            return {"error": f"ModelNew{_sig(cls)} cannot take the task's init inputs {_describe(init_inputs)}: {e}",
+                    "kind": "invalid_answer"}
+        except ValueError:
+            pass  # signature not introspectable; construction below will tell
+        try:
+            torch.manual_seed(msg["init_seed"])
+            self.model = cls(*init_inputs).to(self.device)
+        except BaseException as e:  # noqa: BLE001
+            return self._error(e, phase="init")
+        try:
+            inspect.signature(self.model.forward).bind(*([None] * msg["num_inputs"]))
+        except TypeError as e:
+            return {"error": f"ModelNew.forward{_sig(self.model.forward)} cannot take the task's "
+                             f"{msg['num_inputs']} input(s): {e}", "kind": "invalid_answer"}
+        except ValueError:
+            pass
+        self.recorder.take()
+        return {"ok": True}
+
+    # -- trial: one correctness run on inputs the parent just revealed -------------------------
+    def op_trial(self, msg: dict) -> dict:
+        import threading
+
+        import torch
+
+        inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in msg["inputs"]]
+        before = [_fingerprint(v) for v in inputs]
+        threads_before = threading.active_count()
+        _poison(self.device, msg.get("poison_bytes", 0))
+        try:
+            with torch.set_grad_enabled(msg["grad"]):
+                out = self.model(*inputs)
+            if self.device != "cpu":
+                torch.cuda.synchronize()
+        except BaseException as e:  # noqa: BLE001
+            return self._error(e, phase="forward")
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        bad_types = [type(o).__name__ for o in outs if isinstance(o, torch.Tensor) and type(o) is not torch.Tensor]
+        aliased = any(_overlaps(o, i) for o in outs for i in inputs)
+        mutated = [_fingerprint(v) for v in inputs] != before
+        reply = {
+            "bad_types": bad_types,
+            "aliased": aliased,
+            "mutated": mutated,
+            "thread_delta": threading.active_count() - threads_before,
+            "launches": self.recorder.take(),
+            "is_sequence": isinstance(out, (tuple, list)),
+        }
+        try:
+            reply["outputs"] = [
+                o.detach().to("cpu").clone() if type(o) is torch.Tensor else (o if _plain(o) else repr(o)[:200])
+                for o in outs
+            ]
+        except BaseException as e:  # noqa: BLE001 - e.g. an illegal address surfacing on the copy
+            return self._error(e, phase="forward")
+        return reply
+
+    # -- time / profile: GPU only ------------------------------------------------------------------
+    def op_time(self, msg: dict) -> dict:
+        from kernelgym.judge.timing import time_calls
+
+        sets = [[v.to(self.device) if hasattr(v, "to") else v for v in s] for s in msg["input_sets"]]
+        try:
+            times, wall, outputs = time_calls(self.model, sets, msg["warmup"], msg["reps"], msg["flush_bytes"])
+        except BaseException as e:  # noqa: BLE001
+            return self._error(e, phase="timing")
+        return {
+            "times_ms": times,
+            "wall_ms": wall,
+            "outputs": [[o.detach().cpu() for o in (out if isinstance(out, (tuple, list)) else [out])]
+                        for out in outputs],
+            "launches": self.recorder.take(),
+        }
+
+    def op_profile(self, msg: dict) -> dict:
+        from kernelgym.judge.profiling import profile_kernels
+
+        sets = [[v.to(self.device) if hasattr(v, "to") else v for v in s] for s in msg["input_sets"]]
+        try:
+            return {"kernels": profile_kernels(self.model, sets, msg["reps"])}
+        except BaseException as e:  # noqa: BLE001
+            return self._error(e, phase="profile")
+
+    def _error(self, e: BaseException, phase: str) -> dict:
+        from kernelgym.judge.errors import classify_exception, trim_traceback
+
+        kind, fault = classify_exception(e, phase)
+        return {"error": trim_traceback(e, self.code_path), "kind": kind, "fault": fault, "phase": phase}
+
+
+def _sig(obj) -> str:  # noqa: ANN001
+    import inspect
+
+    try:
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _describe(values: list) -> str:
+    import torch
+
+    parts = [f"Tensor{tuple(v.shape)}" if isinstance(v, torch.Tensor) else repr(v)[:40] for v in values]
+    return "(" + ", ".join(parts) + ")"
+
+
+def _plain(o) -> bool:  # noqa: ANN001
+    return o is None or isinstance(o, (bool, int, float, str))
+
+
+def _fingerprint(v):  # noqa: ANN001, ANN202
+    import torch
+
+    if not isinstance(v, torch.Tensor):
+        return repr(v)
+    t, ptr = v.detach(), v.data_ptr()
+    if t.is_floating_point():
+        t = t.double()
+        return (tuple(t.shape), ptr, float(t.nan_to_num().sum()), float(t.nan_to_num().abs().sum()),
+                float((t.nan_to_num() * torch.arange(t.numel(), device=t.device).view(t.shape).remainder(7)).sum()))
+    return (tuple(t.shape), ptr, int(t.long().sum()), int((t.long() * 31 + 7).remainder(1000003).sum()))
+
+
+def _overlaps(a, b) -> bool:  # noqa: ANN001
+    import torch
+
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.device != b.device:
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    a0, b0 = sa.data_ptr(), sb.data_ptr()
+    return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes() and sa.nbytes() > 0 and sb.nbytes() > 0
+
+
+def _poison(device: str, nbytes: int) -> None:
+    """Leave NaN in freed memory the size of the expected output, so stale-memory answers fail (RH-07)."""
+    import torch
+
+    if nbytes <= 0:
+        return
+    p = torch.empty(nbytes // 4 + 1, dtype=torch.float32, device=device)
+    p.fill_(float("nan"))
+    del p
+
+
+if __name__ == "__main__":
+    main()

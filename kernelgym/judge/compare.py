@@ -1,0 +1,80 @@
+"""Trusted comparison of candidate outputs with expected outputs (runs only in the parent)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernelgym.judge.config import JudgeConfig
+
+
+@dataclass
+class Comparison:
+    passed: bool
+    max_abs_error: float | None
+    max_rel_error: float | None
+    mismatched: int
+    total: int
+    message: str
+
+
+def as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def compare_outputs(expected: Any, actual: Any, config: JudgeConfig) -> Comparison:
+    """Element-wise |a - e| <= atol + rtol*|e| by dtype; NaN/Inf in the answer never pass."""
+    exp, act = as_list(expected), as_list(actual)
+    if len(exp) != len(act):
+        return Comparison(False, None, None, 0, 0, f"expected {len(exp)} output(s), got {len(act)}")
+    worst_abs = worst_rel = 0.0
+    mismatched = total = 0
+    messages = []
+    for i, (e, a) in enumerate(zip(exp, act)):
+        label = f"output {i}" if len(exp) > 1 else "output"
+        if not isinstance(e, torch.Tensor):
+            if isinstance(a, torch.Tensor) or a != e:
+                return Comparison(False, None, None, 1, 1, f"{label}: expected {e!r}, got {a!r}")
+            continue
+        if type(a) is not torch.Tensor:
+            return Comparison(False, None, None, 0, 0, f"{label}: expected a torch.Tensor, got {type(a).__name__}")
+        if a.dtype != e.dtype:
+            return Comparison(False, None, None, 0, 0, f"{label}: dtype {a.dtype} != expected {e.dtype}")
+        if a.shape != e.shape:
+            return Comparison(False, None, None, 0, 0, f"{label}: shape {tuple(a.shape)} != expected {tuple(e.shape)}")
+        total += e.numel()
+        if e.numel() == 0:
+            continue
+        if not e.is_floating_point() and not e.is_complex():
+            bad = int((a != e).sum())
+            mismatched += bad
+            if bad:
+                messages.append(f"{label}: {bad} of {e.numel()} integer values differ")
+            continue
+        atol, rtol = config.tolerance(str(e.dtype).removeprefix("torch."))
+        e64, a64 = e.double(), a.double()
+        finite = torch.isfinite(a64)
+        diff = (a64 - e64).abs()
+        ok = finite & (diff <= atol + rtol * e64.abs())
+        bad = int((~ok).sum())
+        mismatched += bad
+        fin_diff = torch.where(finite, diff, torch.zeros_like(diff))
+        worst_abs = max(worst_abs, float(fin_diff.max()))
+        worst_rel = max(worst_rel, float((fin_diff / e64.abs().clamp_min(atol)).max()))
+        if not bool(finite.all()):
+            messages.append(f"{label}: {int((~finite).sum())} NaN/Inf values")
+        if bad:
+            messages.append(f"{label}: {bad} of {e.numel()} values outside atol={atol:g}, rtol={rtol:g}")
+    passed = mismatched == 0
+    msg = "; ".join(messages) if messages else ("match" if passed else "mismatch")
+    if not passed and worst_abs:
+        msg += f" (max abs error {worst_abs:.3g}, max rel error {worst_rel:.3g})"
+    return Comparison(passed, worst_abs, worst_rel, mismatched, total, msg)
+
+
+def expected_is_finite(expected: Any) -> bool:
+    return all(
+        bool(torch.isfinite(e).all()) for e in as_list(expected) if isinstance(e, torch.Tensor) and e.is_floating_point()
+    )

@@ -1,0 +1,86 @@
+"""Judge configuration: one dataclass, every field documented, validated on construction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+# Element-wise tolerance |out - ref| <= atol + rtol * |ref|, by output dtype name.
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-6, 1e-6),
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+}
+INPUT_DISTRIBUTIONS = ("task", "signed")
+
+
+@dataclass
+class JudgeConfig:
+    """How one answer is judged. Defaults are what training and evaluation should use."""
+
+    device: str = field(default="auto", metadata={"help": "cpu, cuda, cuda:N or auto (cuda when available)"})
+    size: str = field(default="auto", metadata={"help": "full, small or auto (full on cuda, small on cpu)"})
+    num_trials: int = field(default=5, metadata={"help": "correctness trials, each with fresh secret-seeded inputs"})
+    distributions: tuple[str, ...] = field(
+        default=INPUT_DISTRIBUTIONS, metadata={"help": "input distributions, cycled over trials"}
+    )
+    tolerances: dict[str, tuple[float, float]] = field(
+        default_factory=lambda: dict(DEFAULT_TOLERANCES), metadata={"help": "dtype name -> (atol, rtol)"}
+    )
+    timeout_s: float = field(default=300.0, metadata={"help": "wall-clock limit for the whole candidate process"})
+    max_answer_bytes: int = field(default=1_000_000, metadata={"help": "answers larger than this are invalid"})
+    max_log_bytes: int = field(default=1_000_000, metadata={"help": "stdout+stderr beyond this is an output flood"})
+    max_message_bytes: int = field(default=4 << 30, metadata={"help": "largest message the child may send back"})
+    cpu_memory_gb: float = field(default=16.0, metadata={"help": "address-space limit of the child on cpu runs"})
+    timing_warmup: int = field(default=5, metadata={"help": "untimed calls before timing"})
+    timing_reps: int = field(default=50, metadata={"help": "timed calls; the median is reported"})
+    timing_input_sets: int = field(default=3, metadata={"help": "distinct input sets cycled during timing"})
+    l2_flush_bytes: int = field(default=256 << 20, metadata={"help": "buffer written between timed calls"})
+    time_compile_baseline: bool = field(default=True, metadata={"help": "also time torch.compile of the reference"})
+    profile: bool = field(default=True, metadata={"help": "profile the answer with torch.profiler (cuda only)"})
+    min_triton_share: float = field(
+        default=0.5, metadata={"help": "cuda: below this share of device time in own Triton kernels is RH-03"}
+    )
+    static_checks: bool = field(default=True, metadata={"help": "run the AST threat rules before anything runs"})
+    seed: int | None = field(default=None, metadata={"help": "master seed; None draws a secret one per evaluation"})
+
+    def __post_init__(self) -> None:
+        if self.size not in ("auto", "full", "small"):
+            raise ValueError(f"JudgeConfig.size must be auto, full or small, not {self.size!r}")
+        if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+            raise ValueError(f"JudgeConfig.device must be cpu, cuda, cuda:N or auto, not {self.device!r}")
+        if self.num_trials < 1:
+            raise ValueError("JudgeConfig.num_trials must be >= 1")
+        unknown = set(self.distributions) - set(INPUT_DISTRIBUTIONS)
+        if unknown or not self.distributions:
+            raise ValueError(f"JudgeConfig.distributions must be a non-empty subset of {INPUT_DISTRIBUTIONS}")
+        self.distributions = tuple(self.distributions)
+        if self.timing_reps < 1 or self.timing_warmup < 0 or self.timing_input_sets < 1:
+            raise ValueError("JudgeConfig timing_reps >= 1, timing_warmup >= 0, timing_input_sets >= 1")
+        if self.timeout_s <= 0:
+            raise ValueError("JudgeConfig.timeout_s must be positive")
+
+    def resolved_device(self) -> str:
+        """The concrete device string: `auto` becomes `cuda` when torch sees a GPU, else `cpu`."""
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def resolved_size(self, device: str) -> str:
+        if self.size != "auto":
+            return self.size
+        return "small" if device == "cpu" else "full"
+
+    def tolerance(self, dtype_name: str) -> tuple[float, float]:
+        return self.tolerances.get(dtype_name, DEFAULT_TOLERANCES["float32"])
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "JudgeConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown JudgeConfig fields: {sorted(unknown)}")
+        return cls(**d)

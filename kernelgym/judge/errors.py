@@ -1,0 +1,66 @@
+"""Map exceptions and process deaths to statuses, and trim tracebacks to what a model can act on."""
+
+from __future__ import annotations
+
+import signal
+import traceback
+
+MAX_ERROR_CHARS = 2000
+
+
+def classify_exception(e: BaseException, phase: str) -> tuple[str, str]:
+    """(status value, fault detail) for an exception raised by candidate code in `phase`."""
+    text = f"{type(e).__name__}: {e}"
+    if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError" or "out of memory" in text.lower():
+        return "oom", "out_of_memory"
+    if "can't allocate memory" in text or "cannot allocate memory" in text.lower():
+        return "oom", "out_of_memory"
+    if "illegal memory access" in text or "illegal address" in text:
+        return "crashed", "cuda_illegal_address"
+    if "device-side assert" in text:
+        return "crashed", "cuda_device_assert"
+    if "CUDA error" in text or "cudaError" in text:
+        return "crashed", "cuda_error"
+    if _is_triton_compile_error(e):
+        return "compile_error", ""
+    if phase in ("import", "init"):
+        return "compile_error", ""
+    return "runtime_error", ""
+
+
+def _is_triton_compile_error(e: BaseException) -> bool:
+    for cls in type(e).__mro__:
+        if cls.__module__.startswith("triton") and "Compil" in cls.__name__:
+            return True
+    return False
+
+
+def trim_traceback(e: BaseException, code_path: str) -> str:
+    """The candidate's own frames plus the exception line, capped in length."""
+    frames = traceback.extract_tb(e.__traceback__)
+    own = [f for f in frames if f.filename == code_path]
+    lines = []
+    for f in own[-6:]:
+        lines.append(f'  File "answer.py", line {f.lineno}, in {f.name}\n    {(f.line or "").strip()}')
+    head = "Traceback (answer frames only):\n" + "\n".join(lines) + "\n" if lines else ""
+    message = "".join(traceback.format_exception_only(type(e), e)).replace(code_path, "answer.py").strip()
+    return trim_text(head + message)
+
+
+def trim_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2 - 20
+    return f"{text[:half]}\n... [{len(text) - 2 * half} characters cut] ...\n{text[-half:]}"
+
+
+def describe_exit(returncode: int | None) -> str:
+    """`signal:SIGSEGV` for a signal death, `exit:N` for an exit code."""
+    if returncode is None:
+        return "unknown"
+    if returncode < 0:
+        try:
+            return f"signal:{signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"signal:{-returncode}"
+    return f"exit:{returncode}"

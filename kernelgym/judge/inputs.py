@@ -1,0 +1,58 @@
+"""Inputs from secret seeds: the task's own `get_inputs()` plus input distributions that break
+assumptions a candidate may make about uniform [0, 1) data (RH-12, RH-13, RH-15)."""
+
+from __future__ import annotations
+
+import secrets
+import types
+from typing import Any
+
+import torch
+
+_SIGNED_SALT = 0x5EED
+
+
+def fresh_seed() -> int:
+    """A seed the candidate cannot predict: drawn from the OS, never derived from time or a counter."""
+    return secrets.randbits(62)
+
+
+def make_init_inputs(module: types.ModuleType, seed: int) -> list[Any]:
+    torch.manual_seed(seed)
+    return list(module.get_init_inputs())
+
+
+def make_inputs(module: types.ModuleType, seed: int, distribution: str) -> list[Any]:
+    """The task's inputs for `seed`, transformed by `distribution` (`task` or `signed`).
+
+    `signed` replaces every floating tensor with N(m, s) values (m in [-1, 1], s in [0.5, 2]),
+    folded to |.| where the task's tensor was non-negative so domains such as log() stay valid.
+    """
+    torch.manual_seed(seed)
+    inputs = list(module.get_inputs())
+    if distribution == "task":
+        return inputs
+    if distribution != "signed":
+        raise ValueError(f"unknown input distribution {distribution!r}")
+    gen = torch.Generator().manual_seed(seed ^ _SIGNED_SALT)
+    out = []
+    for t in inputs:
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
+            scale = float(torch.empty(1).uniform_(0.5, 2.0, generator=gen))
+            shift = float(torch.empty(1).uniform_(-1.0, 1.0, generator=gen))
+            r = torch.randn(t.shape, generator=gen, dtype=torch.float32) * scale + shift
+            if bool((t >= 0).all()):
+                r = r.abs()
+            out.append(r.to(t.dtype))
+        else:
+            out.append(t)
+    return out
+
+
+def to_device(values: list[Any], device: str) -> list[Any]:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def clone_values(values: list[Any]) -> list[Any]:
+    """Fresh storage for every tensor: a candidate never sees the same addresses twice."""
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]

@@ -1,0 +1,269 @@
+"""`judge(task, answer, config) -> EvalResult`: one honest evaluation of one answer.
+
+Phases: parse -> static rules -> (child) import + build -> correctness trials compared here ->
+run-time threat checks -> (GPU) timing, profile, reference timing. The candidate only ever runs
+in the child; expected outputs, seeds and the verdict never leave this process.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import random
+import secrets
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelgym.judge import static_checks
+from kernelgym.judge.compare import as_list, compare_outputs, expected_is_finite
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.errors import trim_text
+from kernelgym.judge.extract import AnswerError, decode_answer, extract_code
+from kernelgym.judge.inputs import fresh_seed
+from kernelgym.judge.reference import Reference
+from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
+from kernelgym.judge.runtime_checks import check_timed_outputs, check_trial_reply, launch_verdicts, profile_summary
+from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
+from kernelgym.judge.versions import software_versions
+from kernelgym.tasks.task import Task
+
+
+class _PhaseClock:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 4)
+
+
+@dataclass
+class _Trial:
+    index: int
+    seed: int
+    distribution: str
+    grad: bool
+    inputs: list[Any]
+    expected: Any
+
+
+def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) -> EvalResult:
+    """Judge one answer. Never raises for a bad answer (its status says what happened);
+    raises `TaskError` when the task itself is unusable and `ValueError` for a bad config."""
+    config = config or JudgeConfig()
+    clock = _PhaseClock()
+    device = config.resolved_device()
+    size = config.resolved_size(device)
+    result = EvalResult(status=Status.OK, task_id=task.task_id, device=device, size=size,
+                        versions=software_versions(), gpu_name=_gpu_name(device))
+    with clock("parse"):
+        parsed = _parse(answer, config, result)
+    if parsed is not None:
+        code, report = parsed
+        rng = random.Random(config.seed if config.seed is not None else fresh_seed())
+        with clock("reference_setup"):
+            reference = Reference(task, size, device, init_seed=rng.getrandbits(62))
+        with tempfile.TemporaryDirectory(prefix="kernelgym-") as scratch:
+            _evaluate(Path(scratch), code, report, reference, rng, config, result, clock)
+    result.phase_seconds = clock.seconds
+    if not result.message:
+        result.message = _summary(result)
+    return result
+
+
+def _parse(answer: str | bytes, config: JudgeConfig, result: EvalResult) -> tuple[str, Any] | None:
+    """Code and static report, or None after setting an invalid/cheat status on `result`."""
+    try:
+        code = extract_code(decode_answer(answer, config.max_answer_bytes))
+    except AnswerError as e:
+        return _finish(result, Status.INVALID_ANSWER, str(e))
+    try:
+        report = static_checks.analyse(code)
+    except SyntaxError as e:
+        return _finish(result, Status.INVALID_ANSWER, f"syntax error at line {e.lineno}: {e.msg}",
+                       error=trim_text(f"SyntaxError: {e.msg} (line {e.lineno})\n{(e.text or '').rstrip()}"))
+    except (ValueError, RecursionError, MemoryError) as e:
+        return _finish(result, Status.INVALID_ANSWER, f"the code cannot be parsed: {type(e).__name__}")
+    result.kernels_defined = report.kernels
+    if not report.has_model_new:
+        return _finish(result, Status.INVALID_ANSWER, "the code does not define class ModelNew")
+    if config.static_checks:
+        result.cheats.extend(report.verdicts)
+        if not report.kernels:
+            result.cheats.append(CheatVerdict("RH-01", "the answer defines no @triton.jit kernel", "static"))
+        if result.cheats:
+            rules = ", ".join(sorted({c.rule for c in result.cheats}))
+            return _finish(result, Status.CHEAT, f"rejected by threat rule(s) {rules}: {result.cheats[0].reason}")
+    return code, report
+
+
+def _finish(result: EvalResult, status: Status, message: str, error: str = "", fault: str = "") -> None:
+    result.status, result.message = status, message
+    result.error = error or result.error
+    result.fault = fault or result.fault
+    return None
+
+
+def _evaluate(scratch: Path, code: str, report: Any, reference: Reference, rng: random.Random,
+              config: JudgeConfig, result: EvalResult, clock: _PhaseClock) -> None:
+    code_path = scratch / f"answer_{secrets.token_hex(6)}.py"
+    code_path.write_text(code, encoding="utf-8")
+    deadline = time.monotonic() + config.timeout_s
+    mem = int(config.cpu_memory_gb * (1 << 30)) if result.device == "cpu" else 0
+    try:
+        with CandidateProcess(scratch, result.device, deadline, config.max_log_bytes,
+                              config.max_message_bytes, mem) as child:
+            _run(child, code_path, report, reference, rng, config, result, clock)
+    except ChildFailed as f:
+        _finish(result, Status(f.status), f.message, error=trim_text(f.message), fault=f.fault)
+
+
+def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Reference, rng: random.Random,
+         config: JudgeConfig, result: EvalResult, clock: _PhaseClock) -> None:
+    with clock("compile"):
+        child.send({"op": "load", "code_path": str(code_path), "device": result.device,
+                    "init_inputs": reference.init_inputs, "init_seed": reference.init_seed,
+                    "num_inputs": reference.num_inputs()})
+        with clock("reference"):
+            trials = _plan_trials(reference, rng, config)
+        reply = child.receive()
+    if "error" in reply:
+        return _finish(result, Status(reply["kind"]), _first_line(reply["error"]), error=reply["error"],
+                       fault=reply.get("fault", ""))
+    result.compiled = True
+    with clock("correctness"):
+        if not _correctness(child, trials, report, config, result):
+            return None
+    if result.device == "cpu":
+        result.timing_note = "not measured: timing and profiling need a GPU (this run used the CPU interpreter)"
+        return None
+    _time_and_profile(child, trials, report, reference, config, result, clock)
+    return None
+
+
+def _plan_trials(reference: Reference, rng: random.Random, config: JudgeConfig) -> list[_Trial]:
+    """Secret seeds, cycled distributions, grad alternating off/on; non-finite references fall back."""
+    trials = []
+    for i in range(config.num_trials):
+        dist = config.distributions[i % len(config.distributions)]
+        seed = rng.getrandbits(62)
+        inputs = reference.inputs(seed, dist)
+        expected = reference.expected(inputs)
+        if not expected_is_finite(expected) and dist != "task":
+            dist, seed = "task", rng.getrandbits(62)
+            inputs = reference.inputs(seed, dist)
+            expected = reference.expected(inputs)
+        trials.append(_Trial(i, seed, dist, grad=(i % 2 == 1), inputs=inputs, expected=expected))
+    return trials
+
+
+def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, config: JudgeConfig,
+                 result: EvalResult) -> bool:
+    """Run every trial; fill `result`. True when all passed and no run-time rule fired."""
+    launches_by_grad: dict[bool, dict[str, int]] = {False: {}, True: {}}
+    for t in trials:
+        poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
+        reply = child.request({"op": "trial", "inputs": t.inputs, "grad": t.grad, "poison_bytes": poison})
+        if "error" in reply:
+            result.trials.append(TrialResult(t.index, t.distribution, t.grad, False, message=_first_line(reply["error"])))
+            _finish(result, Status(reply["kind"]), f"trial {t.index}: {_first_line(reply['error'])}",
+                    error=reply["error"], fault=reply.get("fault", ""))
+            return False
+        result.cheats.extend(check_trial_reply(reply, t.index))
+        for name, n in reply.get("launches", {}).items():
+            launches_by_grad[t.grad][name] = launches_by_grad[t.grad].get(name, 0) + n
+        outputs = reply.get("outputs", [])
+        actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
+        cmp = compare_outputs(t.expected, actual, config)
+        result.trials.append(TrialResult(t.index, t.distribution, t.grad, cmp.passed, cmp.max_abs_error,
+                                         cmp.max_rel_error, cmp.mismatched, cmp.total, cmp.message))
+    grads_run = {t.grad for t in trials}
+    result.cheats.extend(launch_verdicts(launches_by_grad, grads_run, report.kernels))
+    result.kernels_launched = sorted({k for d in launches_by_grad.values() for k in d})
+    if result.cheats:
+        rules = ", ".join(sorted({c.rule for c in result.cheats}))
+        _finish(result, Status.CHEAT, f"rejected by threat rule(s) {rules}: {result.cheats[0].reason}")
+        return False
+    failed = [t for t in result.trials if not t.passed]
+    if failed:
+        _finish(result, Status.WRONG_OUTPUT,
+                f"wrong output in {len(failed)} of {len(result.trials)} trials; first: trial {failed[0].index} "
+                f"({failed[0].distribution} inputs): {failed[0].message}")
+        return False
+    result.correct = True
+    return True
+
+
+def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any, reference: Reference,
+                      config: JudgeConfig, result: EvalResult, clock: _PhaseClock) -> None:
+    from kernelgym.judge.result import RuntimeStats
+    from kernelgym.judge.timing import timing_lock
+
+    sets = trials[: config.timing_input_sets]
+    with clock("timing"), timing_lock(result.device):
+        reply = child.request({"op": "time", "input_sets": [t.inputs for t in sets], "warmup": config.timing_warmup,
+                               "reps": config.timing_reps, "flush_bytes": config.l2_flush_bytes})
+    if "error" in reply:
+        return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",
+                       error=reply["error"], fault=reply.get("fault", ""))
+    result.cheats.extend(check_timed_outputs(reply, sets, config))
+    result.runtime = RuntimeStats.from_samples(reply["times_ms"])
+    if config.profile:
+        with clock("profile"), timing_lock(result.device):
+            prof = child.request({"op": "profile", "input_sets": [t.inputs for t in sets], "reps": 5})
+        if "error" not in prof:
+            result.profile = profile_summary(prof["kernels"], report.kernels)
+            if result.profile.total_device_us > 0 and result.profile.triton_share < config.min_triton_share:
+                result.cheats.append(CheatVerdict(
+                    "RH-03", f"only {result.profile.triton_share:.0%} of device time is in the answer's own Triton "
+                    f"kernels (minimum {config.min_triton_share:.0%})", "runtime"))
+    child.close()  # the candidate is done before the reference is timed on the same GPU
+    with clock("reference_timing"):
+        ref = reference.times([t.inputs for t in sets], config)
+    result.reference_runtime, result.compile_runtime = ref.eager, ref.compiled
+    if ref.note:
+        result.timing_note = ref.note
+    if ref.eager and result.runtime.median_ms > 0:
+        result.speedup_eager = ref.eager.median_ms / result.runtime.median_ms
+    if ref.compiled and result.runtime.median_ms > 0:
+        result.speedup_compile = ref.compiled.median_ms / result.runtime.median_ms
+    if result.cheats:
+        result.correct = False
+        rules = ", ".join(sorted({c.rule for c in result.cheats}))
+        _finish(result, Status.CHEAT, f"rejected by threat rule(s) {rules}: {result.cheats[0].reason}")
+    return None
+
+
+def _summary(result: EvalResult) -> str:
+    n = len(result.trials)
+    text = f"correct on {n}/{n} trials"
+    if result.speedup_eager is not None:
+        text += f"; {result.speedup_eager:.2f}x vs eager"
+    if result.speedup_compile is not None:
+        text += f", {result.speedup_compile:.2f}x vs torch.compile"
+    if result.profile is not None:
+        text += f"; triton_share {result.profile.triton_share:.0%}"
+    if result.timing_note:
+        text += f" ({result.timing_note})"
+    return text
+
+
+def _first_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else text
+
+
+def _gpu_name(device: str) -> str:
+    if device == "cpu":
+        return ""
+    import torch
+
+    return torch.cuda.get_device_name(device)

@@ -1,0 +1,114 @@
+"""The trusted side of an evaluation: the reference model, expected outputs and reference timings.
+
+Runs in the judge's own process, where no candidate code is ever imported. Reference timings are
+cached per (task source, size, GPU model, torch/triton versions, timing settings).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.inputs import make_init_inputs, make_inputs, to_device
+from kernelgym.judge.result import RuntimeStats
+from kernelgym.judge.timing import time_calls, timing_lock
+from kernelgym.judge.versions import software_versions
+from kernelgym.tasks.task import Task, TaskError
+
+log = logging.getLogger(__name__)
+
+_TIMING_CACHE: dict[tuple, tuple[RuntimeStats | None, RuntimeStats | None, str]] = {}
+_TIMING_CACHE_LOCK = threading.Lock()
+
+
+@dataclass
+class ReferenceTimes:
+    eager: RuntimeStats | None
+    compiled: RuntimeStats | None
+    note: str
+
+
+class Reference:
+    """The task's `Model`, built with the same init seed the candidate's `ModelNew` gets."""
+
+    def __init__(self, task: Task, size: str, device: str, init_seed: int) -> None:
+        self.task, self.size, self.device = task, size, device
+        self.module = task.load_module(size)
+        self.init_seed = init_seed
+        try:
+            self.init_inputs = make_init_inputs(self.module, init_seed)
+            torch.manual_seed(init_seed)
+            self.model = self.module.Model(*self.init_inputs).to(device)
+        except Exception as e:
+            raise TaskError(f"task {task.task_id}: building Model failed: {type(e).__name__}: {e}") from None
+
+    def num_inputs(self) -> int:
+        """How many positional inputs forward takes (for the candidate's signature check)."""
+        return len(self.inputs(0, "task"))
+
+    def inputs(self, seed: int, distribution: str) -> list[Any]:
+        """CPU inputs for one trial (the child receives these, never the seed ahead of time)."""
+        try:
+            return make_inputs(self.module, seed, distribution)
+        except Exception as e:
+            raise TaskError(f"task {self.task.task_id}: get_inputs() failed: {type(e).__name__}: {e}") from None
+
+    def expected(self, inputs: list[Any]) -> Any:
+        """Reference outputs on CPU for the given CPU inputs."""
+        try:
+            with torch.no_grad():
+                out = self.model(*to_device(inputs, self.device))
+        except Exception as e:
+            raise TaskError(f"task {self.task.task_id}: Model.forward failed: {type(e).__name__}: {e}") from None
+        if isinstance(out, (tuple, list)):
+            return [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in out]
+        return out.detach().cpu() if isinstance(out, torch.Tensor) else out
+
+    def times(self, input_sets: list[list[Any]], config: JudgeConfig) -> ReferenceTimes:
+        """Eager and torch.compile timings of the reference, from the cache when possible."""
+        key = (
+            hashlib.sha256(self.task.source.encode()).hexdigest(),
+            self.size,
+            torch.cuda.get_device_name(self.device),
+            tuple(sorted(software_versions().items())),
+            config.timing_warmup,
+            config.timing_reps,
+            config.l2_flush_bytes,
+            config.time_compile_baseline,
+        )
+        with _TIMING_CACHE_LOCK:
+            cached = _TIMING_CACHE.get(key)
+        if cached is None:
+            cached = self._measure(input_sets, config)
+            with _TIMING_CACHE_LOCK:
+                _TIMING_CACHE[key] = cached
+        return ReferenceTimes(*cached)
+
+    def _measure(self, input_sets: list[list[Any]], config: JudgeConfig) -> tuple:
+        sets = [to_device(s, self.device) for s in input_sets]
+        note = ""
+        compiled_fn = None
+        if config.time_compile_baseline:
+            try:
+                compiled_fn = torch.compile(self.model)
+                with torch.no_grad():
+                    compiled_fn(*sets[0])  # compile outside the lock: it takes seconds and no GPU timing
+                torch.cuda.synchronize(self.device)
+            except Exception as e:  # torch.compile failing on a task is a note, not an error
+                note = f"torch.compile baseline failed: {type(e).__name__}: {str(e)[:200]}"
+                log.warning(note)
+                compiled_fn = None
+        with timing_lock(self.device):
+            eager_ms, _, _ = time_calls(self.model, sets, config.timing_warmup, config.timing_reps, config.l2_flush_bytes)
+            compiled = None
+            if compiled_fn is not None:
+                comp_ms, _, _ = time_calls(compiled_fn, sets, config.timing_warmup, config.timing_reps,
+                                           config.l2_flush_bytes)
+                compiled = RuntimeStats.from_samples(comp_ms)
+        return RuntimeStats.from_samples(eager_ms), compiled, note

@@ -1,0 +1,73 @@
+"""Run-time threat rules, evaluated in the trusted parent from what the child reported.
+
+The child's self-reports (types, aliasing, mutation, launches, threads) are early rejects; the
+decisive checks here are the ones computed from raw outputs (timed-call outputs vs expected) and
+the profile's kernel table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelgym.judge.compare import compare_outputs
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.result import CheatVerdict, KernelTime, Profile
+
+
+def check_trial_reply(reply: dict[str, Any], index: int) -> list[CheatVerdict]:
+    """Rules on one correctness trial's reply: proxy tensors, aliasing, input mutation, threads."""
+    verdicts = []
+    if reply.get("bad_types"):
+        verdicts.append(CheatVerdict("RH-19", f"trial {index}: output is a {reply['bad_types'][0]}, "
+                                     "not a plain torch.Tensor (lazy/proxy outputs are not allowed)", "runtime"))
+    if reply.get("aliased"):
+        verdicts.append(CheatVerdict("RH-10", f"trial {index}: the output shares memory with an input "
+                                     "(return a new tensor)", "runtime"))
+    if reply.get("mutated"):
+        verdicts.append(CheatVerdict("RH-10", f"trial {index}: forward modified its input tensors", "runtime"))
+    if reply.get("thread_delta", 0) > 0:
+        verdicts.append(CheatVerdict("RH-18", f"trial {index}: forward left {reply['thread_delta']} thread(s) "
+                                     "running", "runtime"))
+    return verdicts
+
+
+def launch_verdicts(launches_by_grad: dict[bool, dict[str, int]], grads_run: set[bool],
+                    kernels: list[str]) -> list[CheatVerdict]:
+    """The answer's own kernels must launch, with grad enabled and disabled alike (RH-02, RH-21)."""
+    verdicts = []
+    for grad in sorted(grads_run):
+        if not launches_by_grad.get(grad):
+            mode = "enabled" if grad else "disabled"
+            verdicts.append(CheatVerdict(
+                "RH-02", f"none of the answer's Triton kernels ({', '.join(kernels) or 'none defined'}) launched "
+                f"while grad was {mode}; the output must come from them", "runtime"))
+    return verdicts
+
+
+def check_timed_outputs(reply: dict[str, Any], sets: list[Any], config: JudgeConfig) -> list[CheatVerdict]:
+    """Outputs of timed calls must be as correct as those of the correctness calls (RH-11, RH-21, RH-22)."""
+    outputs = reply.get("outputs", [])
+    if len(outputs) != len(sets):
+        return [CheatVerdict("RH-21", "timed calls did not return an output for every input set", "runtime")]
+    for trial, out in zip(sets, outputs):
+        actual = out[0] if len(out) == 1 and not isinstance(trial.expected, (list, tuple)) else out
+        cmp = compare_outputs(trial.expected, actual, config)
+        if not cmp.passed:
+            return [CheatVerdict("RH-21", f"outputs of timed calls are wrong ({cmp.message}) although the "
+                                 "correctness calls passed", "runtime")]
+    return []
+
+
+def is_own_kernel(name: str, kernels: list[str]) -> bool:
+    """Profiler names of Triton kernels are the `@triton.jit` function's name (maybe with a suffix)."""
+    base = name.split("(")[0].strip()
+    return any(base == k or base.startswith(k + "_") for k in kernels)
+
+
+def profile_summary(rows: list[dict[str, Any]], kernels: list[str]) -> Profile:
+    """`triton_share` = device time of the answer's own kernels / all kernel device time."""
+    table = [KernelTime(r["name"], float(r["device_us"]), int(r["calls"]), is_own_kernel(r["name"], kernels))
+             for r in rows]
+    total = sum(k.device_us for k in table)
+    own = sum(k.device_us for k in table if k.own)
+    return Profile(kernels=table[:20], total_device_us=total, triton_share=(own / total) if total else 0.0)

@@ -1,0 +1,1 @@
+"""Reward functions from EvalResult to a scalar (see the rewards issue)."""
