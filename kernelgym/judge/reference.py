@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 _TIMING_CACHE: dict[tuple, tuple[RuntimeStats | None, RuntimeStats | None, str]] = {}
 _TIMING_CACHE_LOCK = threading.Lock()
+_COMPILE_LOCK = threading.Lock()  # dynamo is not thread-safe; judges may run in threads
 
 
 @dataclass
@@ -96,10 +97,11 @@ class Reference:
         compiled_fn = None
         if config.time_compile_baseline:
             try:
-                compiled_fn = torch.compile(self.model)
-                with torch.no_grad():
-                    compiled_fn(*sets[0])  # compile outside the lock: it takes seconds and no GPU timing
-                torch.cuda.synchronize(self.device)
+                with _COMPILE_LOCK:
+                    compiled_fn = torch.compile(self.model)
+                    with torch.no_grad():
+                        compiled_fn(*sets[0])  # compile outside the timing lock: seconds of CPU work
+                    torch.cuda.synchronize(self.device)
             except Exception as e:  # torch.compile failing on a task is a note, not an error
                 note = f"torch.compile baseline failed: {type(e).__name__}: {str(e)[:200]}"
                 log.warning(note)

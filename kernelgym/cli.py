@@ -1,0 +1,203 @@
+"""The `kernelgym` command line. User mistakes end with a one-line error and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.result import EvalResult
+from kernelgym.tasks.task import TaskError
+
+# Pipes and CI logs get a wide table instead of rich's 80-column default.
+console = Console() if sys.stdout.isatty() else Console(width=160)
+err_console = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=160)
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for; printed without a traceback."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (UsageError, TaskError, ValueError) as e:
+        err_console.print(f"[red]error:[/red] {e}")
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/yellow]")
+        return 130
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kernelgym", description="Judge, train and evaluate LLM-written Triton kernels.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    j = sub.add_parser("judge", help="judge one answer against one task")
+    j.add_argument("task", help="built-in task id, task .py file, or kernelbench:/hf: spec naming one task")
+    j.add_argument("answer", help="answer file (text with a ```python block, or plain code); '-' reads stdin")
+    _add_judge_options(j)
+    j.add_argument("--json", action="store_true", help="print the full EvalResult as JSON")
+    j.set_defaults(func=_cmd_judge)
+
+    r = sub.add_parser("run", help="the main job on the embedded default: judge every built-in answer")
+    r.add_argument("--tasks", default="builtin", help="task spec (default: all built-in tasks)")
+    r.add_argument("--jobs", type=int, default=None, help="evaluations in parallel (default: CPU count, max 8)")
+    r.add_argument("--json-out", type=Path, default=None, help="also write every EvalResult as JSON lines here")
+    _add_judge_options(r)
+    r.set_defaults(func=_cmd_run)
+
+    t = sub.add_parser("tasks", help="task sets")
+    tsub = t.add_subparsers(dest="tasks_command", required=True)
+    tl = tsub.add_parser("list", help="list the tasks of a spec")
+    tl.add_argument("spec", nargs="?", default="builtin")
+    tl.set_defaults(func=_cmd_tasks_list)
+
+    b = sub.add_parser("bench", help="benchmarks whose numbers go to docs/BENCHMARKS.md")
+    bsub = b.add_subparsers(dest="bench_command", required=True)
+    bj = bsub.add_parser("judge", help="per-phase time per evaluation and speedup spread over repeats")
+    bj.add_argument("--tasks", nargs="+", default=["relu", "softmax", "matmul_square"])
+    bj.add_argument("--repeats", type=int, default=10)
+    bj.add_argument("--json-out", type=Path, default=None)
+    _add_judge_options(bj)
+    bj.set_defaults(func=_cmd_bench_judge)
+    return p
+
+
+def _add_judge_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    p.add_argument("--size", default="auto", choices=["auto", "full", "small"], help="task size (auto: full on GPU)")
+    p.add_argument("--trials", type=int, default=5, help="correctness trials")
+    p.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit per answer, seconds")
+    p.add_argument("--seed", type=int, default=None, help="master seed (default: a secret one per evaluation)")
+    p.add_argument("--reps", type=int, default=50, help="timed calls per measurement")
+    p.add_argument("--no-compile-baseline", action="store_true", help="skip timing torch.compile of the reference")
+
+
+def _config(args: argparse.Namespace) -> JudgeConfig:
+    device = args.device
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda asked for, but torch sees no GPU (use --device cpu)")
+    return JudgeConfig(device=device, size=args.size, num_trials=args.trials, timeout_s=args.timeout,
+                       seed=args.seed, timing_reps=args.reps, time_compile_baseline=not args.no_compile_baseline)
+
+
+def _one_task(spec: str):  # noqa: ANN202
+    from kernelgym.tasks.loaders import resolve_tasks
+
+    tasks = resolve_tasks(spec)
+    if len(tasks) != 1:
+        raise UsageError(f"task spec {spec!r} names {len(tasks)} tasks; name exactly one")
+    return tasks[0]
+
+
+def _read_answer(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read answer file {path}: {e.strerror}") from None
+
+
+def _cmd_judge(args: argparse.Namespace) -> int:
+    from kernelgym.judge.judge import judge
+
+    config = _config(args)
+    task = _one_task(args.task)
+    result = judge(task, _read_answer(args.answer), config)
+    if args.json:
+        print(result.to_json(indent=2))
+    else:
+        _print_results([result])
+        if result.error:
+            console.print(result.error, markup=False, highlight=False)
+    return 0 if result.ok else 1
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from kernelgym.judge.batch import judge_many
+    from kernelgym.tasks.loaders import builtin_answer_path, resolve_tasks
+
+    config = _config(args)
+    tasks = resolve_tasks(args.tasks)
+    pairs, missing = [], []
+    for task in tasks:
+        path = builtin_answer_path(task.task_id)
+        if path.is_file():
+            pairs.append((task, path.read_bytes()))
+        else:
+            missing.append(task.task_id)
+    if not pairs:
+        raise UsageError(f"no built-in answers for the tasks of {args.tasks!r}")
+    console.print(f"judging {len(pairs)} built-in answers on {config.resolved_device()} ...")
+    results = judge_many(pairs, config, jobs=args.jobs)
+    _print_results(results)
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text("".join(r.to_json() + "\n" for r in results))
+    bad = [r for r in results if not r.ok]
+    console.print(f"{len(results) - len(bad)}/{len(results)} ok" + (f"; no answer for: {', '.join(missing)}" if missing else ""))
+    return 0 if not bad else 1
+
+
+def _cmd_tasks_list(args: argparse.Namespace) -> int:
+    from kernelgym.tasks.loaders import resolve_tasks
+
+    table = Table("task", "level", "origin")
+    for t in resolve_tasks(args.spec):
+        table.add_row(t.task_id, "" if t.level is None else str(t.level), t.origin)
+    console.print(table)
+    return 0
+
+
+def _cmd_bench_judge(args: argparse.Namespace) -> int:
+    from kernelgym.judge.bench import run_judge_bench
+
+    report = run_judge_bench(args.tasks, args.repeats, _config(args))
+    console.print(report.table())
+    if args.json_out:
+        args.json_out.write_text(json.dumps(report.to_dict(), indent=2))
+    return 0
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _print_results(results: list[EvalResult]) -> None:
+    table = Table("task", "status", "trials", "max abs err", "eager ms", "answer ms", "vs eager", "vs compile",
+                  "triton share", "seconds")
+    for r in results:
+        passed = sum(t.passed for t in r.trials)
+        errs = [t.max_abs_error for t in r.trials if t.max_abs_error is not None]
+        colour = "green" if r.ok else "red"
+        table.add_row(
+            r.task_id, f"[{colour}]{r.status.value}[/{colour}]", f"{passed}/{len(r.trials)}",
+            _fmt(max(errs) if errs else None, ".1e"),
+            _fmt(r.reference_runtime.median_ms if r.reference_runtime else None, ".3f"),
+            _fmt(r.runtime.median_ms if r.runtime else None, ".3f"),
+            _fmt(r.speedup_eager, ".2f"), _fmt(r.speedup_compile, ".2f"),
+            _fmt(r.profile.triton_share if r.profile else None, ".0%"),
+            f"{sum(r.phase_seconds.values()):.1f}",
+        )
+    console.print(table)
+    for r in results:
+        if not r.ok:
+            console.print(f"[red]{r.task_id}[/red]: {r.message}", markup=True, highlight=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+import torch
+
+from kernelgym.judge.compare import compare_outputs
+from kernelgym.judge.config import JudgeConfig
+
+CFG = JudgeConfig(device="cpu")
+
+
+def test_within_fp32_tolerance_passes():
+    e = torch.randn(100)
+    assert compare_outputs(e, e + 5e-5, CFG).passed
+
+
+def test_outside_tolerance_counts_mismatches():
+    e = torch.zeros(100)
+    a = e.clone()
+    a[:3] = 1e-3
+    c = compare_outputs(e, a, CFG)
+    assert not c.passed and c.mismatched == 3 and c.total == 100
+    assert abs(c.max_abs_error - 1e-3) < 1e-9
+
+
+def test_nan_and_inf_never_pass_even_against_nan():
+    e = torch.tensor([float("nan"), 1.0])
+    assert not compare_outputs(e, e.clone(), CFG).passed
+    assert not compare_outputs(torch.ones(2), torch.tensor([1.0, float("inf")]), CFG).passed
+
+
+def test_dtype_and_shape_checked():
+    e = torch.ones(4)
+    assert "dtype" in compare_outputs(e, e.double(), CFG).message
+    assert "shape" in compare_outputs(e, torch.ones(2, 2), CFG).message
+
+
+def test_half_precision_uses_looser_tolerance():
+    e = torch.ones(10, dtype=torch.float16)
+    assert compare_outputs(e, e + 0.005, CFG).passed
+    assert not compare_outputs(e.float(), e.float() + 0.005, CFG).passed
+
+
+def test_tuple_outputs_and_integer_outputs():
+    e = (torch.arange(5), torch.ones(3))
+    assert compare_outputs(e, [torch.arange(5), torch.ones(3)], CFG).passed
+    bad = compare_outputs(e, [torch.arange(5).flip(0), torch.ones(3)], CFG)
+    assert not bad.passed and "integer values differ" in bad.message
+    assert "expected 2 output(s), got 1" in compare_outputs(e, [torch.ones(3)], CFG).message
+
+
+def test_subclass_output_is_rejected():
+    class Sub(torch.Tensor):
+        pass
+
+    e = torch.ones(3)
+    assert not compare_outputs(e, e.clone().as_subclass(Sub), CFG).passed

@@ -1,0 +1,195 @@
+"""Every status the judge can give, on CPU under the Triton interpreter."""
+
+import pytest
+
+from kernelgym.judge import JudgeConfig, Status, judge
+from kernelgym.tasks import Task, TaskError, load_builtin
+from tests.answers import HEADER, RELU_KERNEL, relu_answer
+
+CPU = JudgeConfig(device="cpu", timeout_s=60)
+UNCHECKED = JudgeConfig(device="cpu", timeout_s=60, static_checks=False)  # to reach the dynamic defences
+
+
+@pytest.fixture(scope="module")
+def relu():
+    return load_builtin("relu")[0]
+
+
+def test_ok_answer_passes_every_trial(relu):
+    r = judge(relu, relu_answer(), CPU)
+    assert r.status is Status.OK, r.message
+    assert r.correct and r.compiled
+    assert len(r.trials) == 5 and all(t.passed for t in r.trials)
+    assert {t.distribution for t in r.trials} == {"task", "signed"}
+    assert {t.grad_enabled for t in r.trials} == {True, False}
+    assert r.kernels_launched == ["relu_kernel"]
+    assert r.runtime is None and "not measured" in r.timing_note
+    assert set(r.phase_seconds) >= {"parse", "compile", "correctness"}
+
+
+def test_fenced_answer_uses_last_python_block(relu):
+    text = f"Here is a draft:\n```python\nprint('draft')\n```\nFinal:\n```python\n{relu_answer()}\n```\nDone."
+    assert judge(relu, text, CPU).status is Status.OK
+
+
+def test_wrong_output(relu):
+    answer = relu_answer().replace("tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0)", "tl.load(x_ptr + offs, mask=m) * 1.001")
+    r = judge(relu, answer, CPU)
+    assert r.status is Status.WRONG_OUTPUT
+    assert not r.correct and r.compiled
+    assert all(not t.passed for t in r.trials)
+    assert r.trials[0].max_abs_error > 0 and "outside atol" in r.trials[0].message
+
+
+def test_nan_output_never_passes(relu):
+    answer = relu_answer().replace("tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0)", "tl.load(x_ptr + offs, mask=m) / 0.0 * 0.0")
+    r = judge(relu, answer, CPU)
+    assert r.status is Status.WRONG_OUTPUT
+    assert "NaN/Inf" in r.trials[0].message
+
+
+def test_wrong_dtype_is_wrong_output(relu):
+    answer = relu_answer().replace("out = torch.empty_like(x)", "out = torch.empty_like(x, dtype=torch.float64)")
+    r = judge(relu, answer, CPU)
+    assert r.status is Status.WRONG_OUTPUT and "dtype" in r.message
+
+
+def test_compile_error_at_import(relu):
+    r = judge(relu, relu_answer(extra="BLOCK_DEFAULT = undefined_name + 1"), CPU)
+    assert r.status is Status.COMPILE_ERROR
+    assert "NameError" in r.error and "undefined_name" in r.error
+    assert "answer.py" in r.error  # the model sees its own frames, not ours
+
+
+def test_runtime_error_in_forward(relu):
+    r = judge(relu, relu_answer("raise RuntimeError('kernel exploded')"), CPU)
+    assert r.status is Status.RUNTIME_ERROR
+    assert "kernel exploded" in r.error and r.compiled
+
+
+def test_triton_error_in_kernel_is_reported(relu):
+    answer = relu_answer().replace("tl.maximum(", "tl.no_such_function(")
+    r = judge(relu, answer, CPU)
+    assert r.status in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR)
+    assert "no_such_function" in r.error
+
+
+def test_static_cheat_names_rule(relu):
+    r = judge(relu, relu_answer("return torch.relu(x)"), CPU)
+    assert r.status is Status.CHEAT
+    assert any(c.rule == "RH-01" for c in r.cheats)
+    assert r.phase_seconds.get("compile") is None  # rejected before anything ran
+
+
+def test_kernel_never_launched_is_cheat(relu):
+    answer = relu_answer("if x.numel() < 0:\n    return x\nreturn torch.empty_like(x)")
+    r = judge(relu, answer, UNCHECKED)
+    assert r.status is Status.CHEAT
+    assert any(c.rule == "RH-02" for c in r.cheats)
+
+
+def test_input_mutation_and_aliasing_are_cheats(relu):
+    answer = relu_answer().replace("out = torch.empty_like(x)", "out = x")
+    r = judge(relu, answer, UNCHECKED)
+    assert r.status is Status.CHEAT
+    assert {c.rule for c in r.cheats} == {"RH-10"}
+    assert any("modified its input" in c.reason for c in r.cheats)
+    assert any("shares memory" in c.reason for c in r.cheats)
+
+
+def test_tensor_subclass_output_is_cheat(relu):
+    extra = "class Lazy(torch.Tensor):\n    pass\n"
+    answer = relu_answer(extra=extra).replace("return out", "return out.as_subclass(Lazy)")
+    r = judge(relu, answer, UNCHECKED)
+    assert r.status is Status.CHEAT and any(c.rule == "RH-19" for c in r.cheats)
+
+
+def test_timeout_kills_within_limit(relu):
+    cfg = JudgeConfig(device="cpu", timeout_s=6, static_checks=False)
+    r = judge(relu, relu_answer("while True:\n    pass"), cfg)
+    assert r.status is Status.TIMEOUT and r.fault == "wall_clock"
+    assert sum(r.phase_seconds.values()) < 20
+
+
+def test_segfault_is_crash_and_fast(relu):
+    r = judge(relu, relu_answer("import ctypes\nctypes.string_at(0)"), UNCHECKED)
+    assert r.status is Status.CRASHED and r.fault == "signal:SIGSEGV"
+    assert sum(r.phase_seconds.values()) < 20  # not the 60 s timeout
+
+
+def test_os_exit_at_import_is_crash(relu):
+    r = judge(relu, relu_answer(extra="import os\nos._exit(0)"), UNCHECKED)
+    assert r.status is Status.CRASHED and r.fault == "exit:0"
+
+
+def test_stdout_flood_is_crash(relu):
+    cfg = JudgeConfig(device="cpu", timeout_s=60, static_checks=False, max_log_bytes=200_000)
+    r = judge(relu, relu_answer("while True:\n    print('x' * 10000)"), cfg)
+    assert r.status is Status.CRASHED and r.fault == "output_flood"
+
+
+def test_host_oom(relu):
+    cfg = JudgeConfig(device="cpu", timeout_s=60, static_checks=False, cpu_memory_gb=6)
+    r = judge(relu, relu_answer("big = torch.empty(4 * 10**9)"), cfg)
+    assert r.status is Status.OOM
+
+
+def test_judge_keeps_working_after_a_crash(relu):
+    assert judge(relu, relu_answer("import ctypes\nctypes.string_at(0)"), UNCHECKED).status is Status.CRASHED
+    assert judge(relu, relu_answer(), CPU).status is Status.OK
+
+
+@pytest.mark.parametrize(
+    "answer, needle",
+    [
+        ("", "no code"),
+        ("   \n\n", "no code"),
+        ("I cannot help with that.", "syntax error"),
+        ("x = 1\n", "does not define class ModelNew"),
+        ("```python\ndef broken(:\n```", "syntax error"),
+        ("a" * 1_000_001, "limit"),
+        (b"class ModelNew:\n    pass\n\xff\xfe", "not valid UTF-8"),
+    ],
+)
+def test_invalid_answers(relu, answer, needle):
+    r = judge(relu, answer, CPU)
+    assert r.status is Status.INVALID_ANSWER
+    assert needle in r.message
+
+
+def test_wrong_constructor_signature_is_invalid(relu):
+    answer = relu_answer().replace("def __init__(self):", "def __init__(self, hidden, depth):")
+    r = judge(relu, answer, CPU)
+    assert r.status is Status.INVALID_ANSWER and "init inputs" in r.error
+
+
+def test_wrong_forward_signature_is_invalid(relu):
+    answer = relu_answer().replace("def forward(self, x):", "def forward(self, x, y, z):")
+    r = judge(relu, answer, CPU)
+    assert r.status is Status.INVALID_ANSWER and "forward" in r.error
+
+
+def test_modelnew_not_a_module_is_invalid(relu):
+    answer = HEADER + RELU_KERNEL + "\nclass ModelNew:\n    pass\n"
+    r = judge(relu, answer, CPU)
+    assert r.status is Status.INVALID_ANSWER
+
+
+def test_task_without_model_is_a_task_error():
+    task = Task(task_id="broken", source="import torch\ndef get_inputs():\n    return []\n")
+    with pytest.raises(TaskError, match="does not define Model"):
+        judge(task, relu_answer(), CPU)
+
+
+def test_task_whose_get_inputs_fails_is_a_task_error():
+    source = load_builtin("relu")[0].source.replace("return [torch.randn(batch_size, dim)]", "return [undefined]")
+    with pytest.raises(TaskError, match="get_inputs"):
+        judge(Task(task_id="bad_inputs", source=source), relu_answer(), CPU)
+
+
+def test_result_json_round_trip(relu):
+    from kernelgym.judge import EvalResult
+
+    r = judge(relu, relu_answer(), CPU)
+    again = EvalResult.from_json(r.to_json())
+    assert again == r
