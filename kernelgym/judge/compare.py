@@ -44,6 +44,7 @@ def compare_outputs(expected: Any, actual: Any, config: JudgeConfig) -> Comparis
             return Comparison(False, None, None, 0, 0, f"{label}: dtype {a.dtype} != expected {e.dtype}")
         if a.shape != e.shape:
             return Comparison(False, None, None, 0, 0, f"{label}: shape {tuple(a.shape)} != expected {tuple(e.shape)}")
+        a = a.to(e.device)
         total += e.numel()
         if e.numel() == 0:
             continue

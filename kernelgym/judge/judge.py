@@ -218,7 +218,7 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
         with clock("profile"), timing_lock(result.device):
-            prof = child.request({"op": "profile", "input_sets": [t.inputs for t in sets], "reps": 5})
+            prof = child.request({"op": "profile", "reps": 5})
         if "error" not in prof:
             result.profile = profile_summary(prof["kernels"], report.kernels)
             if result.profile.total_device_us > 0 and result.profile.triton_share < config.min_triton_share:

@@ -61,15 +61,15 @@ class Reference:
             raise TaskError(f"task {self.task.task_id}: get_inputs() failed: {type(e).__name__}: {e}") from None
 
     def expected(self, inputs: list[Any]) -> Any:
-        """Reference outputs on CPU for the given CPU inputs."""
+        """Reference outputs, left on the reference's device so comparisons run there too."""
         try:
             with torch.no_grad():
                 out = self.model(*to_device(inputs, self.device))
         except Exception as e:
             raise TaskError(f"task {self.task.task_id}: Model.forward failed: {type(e).__name__}: {e}") from None
         if isinstance(out, (tuple, list)):
-            return [o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in out]
-        return out.detach().cpu() if isinstance(out, torch.Tensor) else out
+            return [o.detach() if isinstance(o, torch.Tensor) else o for o in out]
+        return out.detach() if isinstance(out, torch.Tensor) else out
 
     def times(self, input_sets: list[list[Any]], config: JudgeConfig) -> ReferenceTimes:
         """Eager and torch.compile timings of the reference, from the cache when possible."""

@@ -1,6 +1,6 @@
 """Task loaders: our own files under `data/`, a KernelBench checkout, the KernelBench hub dataset.
 
-`resolve_tasks(spec)` turns one command-line spec into tasks:
+`resolve_tasks(spec)` turns one command-line spec (or several, comma-separated) into tasks:
   * a built-in id (`relu`) or `builtin` for all of them,
   * a path to a task `.py` file or to a directory of them,
   * `kernelbench:PATH[:levelN]` for a local KernelBench checkout,
@@ -140,6 +140,8 @@ def load_hf_tasks(name_or_path: str = HF_DEFAULT_DATASET, split: str | None = No
 
 def resolve_tasks(spec: str) -> list[Task]:
     """Tasks named by one command-line spec (see the module docstring)."""
+    if "," in spec:
+        return [t for part in spec.split(",") if part.strip() for t in resolve_tasks(part.strip())]
     if spec == "builtin":
         return load_builtin()
     if spec.startswith("kernelbench:"):

@@ -1,0 +1,31 @@
+"""Linear layer (with bias) followed by LayerNorm over the output features."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Computes nn.LayerNorm(out_features)(nn.Linear(in_features, out_features)(x))."""
+
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+        self.norm = nn.LayerNorm(out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.fc(x))
+
+
+batch_size = 4096
+in_features = 2048
+out_features = 2048
+
+# Sizes used when the task runs small (CPU / Triton interpreter).
+KERNELGYM_SMALL = {"batch_size": 33, "in_features": 77, "out_features": 1100}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
