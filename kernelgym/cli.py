@@ -68,6 +68,7 @@ def _build_parser() -> argparse.ArgumentParser:
     bj.add_argument("--tasks", nargs="+", default=["relu", "softmax", "matmul_square"])
     bj.add_argument("--repeats", type=int, default=10)
     bj.add_argument("--json-out", type=Path, default=None)
+    bj.add_argument("--jobs", type=int, default=1, help="evaluations in parallel (timing stays serialised)")
     _add_judge_options(bj)
     bj.set_defaults(func=_cmd_bench_judge)
     return p
@@ -166,7 +167,7 @@ def _cmd_tasks_list(args: argparse.Namespace) -> int:
 def _cmd_bench_judge(args: argparse.Namespace) -> int:
     from kernelgym.judge.bench import run_judge_bench
 
-    report = run_judge_bench(args.tasks, args.repeats, _config(args))
+    report = run_judge_bench(args.tasks, args.repeats, _config(args), jobs=args.jobs)
     console.print(report.table())
     if args.json_out:
         args.json_out.write_text(json.dumps(report.to_dict(), indent=2))

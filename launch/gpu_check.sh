@@ -16,7 +16,7 @@ if [[ $stage == run || $stage == all ]]; then
   python -m kernelgym.cli run --device cuda --jobs "${JOBS:-6}" ${RUN_ARGS:-} --json-out "$out/run.jsonl" 2>&1 | tee "$out/run.log" || rc=1
 fi
 if [[ $stage == bench || $stage == all ]]; then
-  python -m kernelgym.cli bench judge --device cuda --repeats 10 --no-compile-baseline \
+  python -m kernelgym.cli bench judge --device cuda --repeats 10 --jobs "${JOBS:-6}" --no-compile-baseline \
     --json-out "$out/bench_judge.json" 2>&1 | tee "$out/bench.log" || rc=1
 fi
 exit $rc

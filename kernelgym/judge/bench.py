@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from rich.table import Table
 
 from kernelgym.judge.config import JudgeConfig
-from kernelgym.judge.judge import judge
+from kernelgym.judge.batch import judge_many
 from kernelgym.tasks.loaders import builtin_answer_path, load_builtin
 
 
@@ -50,17 +50,17 @@ class JudgeBenchReport:
         return table
 
 
-def run_judge_bench(task_ids: list[str], repeats: int, config: JudgeConfig) -> JudgeBenchReport:
-    """Judge each task's built-in answer `repeats` times, one at a time (no overlap between runs)."""
+def run_judge_bench(task_ids: list[str], repeats: int, config: JudgeConfig, jobs: int = 1) -> JudgeBenchReport:
+    """Judge each task's built-in answer `repeats` times. With jobs > 1 evaluations overlap, but
+    measurements never do (the per-GPU timing lock), so the spread is still that of honest timing."""
     device = config.resolved_device()
+    pairs = [(load_builtin(tid)[0], builtin_answer_path(tid).read_text()) for tid in task_ids for _ in range(repeats)]
+    results = judge_many(pairs, config, jobs=jobs)
     out, gpu = [], ""
-    for tid in task_ids:
-        task = load_builtin(tid)[0]
-        answer = builtin_answer_path(tid).read_text()
+    for i, tid in enumerate(task_ids):
         tb = TaskBench(tid)
-        for _ in range(repeats):
-            r = judge(task, answer, config)
-            gpu = r.gpu_name
+        for r in results[i * repeats:(i + 1) * repeats]:
+            gpu = r.gpu_name or gpu
             tb.statuses.append(r.status.value)
             for phase, s in r.phase_seconds.items():
                 tb.phase_seconds.setdefault(phase, []).append(s)

@@ -53,6 +53,8 @@ class _Session:
         self.code_path = ""
         self.recorder = None
         self.timing_sets: list = []
+        self.trial_inputs: dict[int, list] = {}
+        self.get_task_inputs = None
 
     # -- load: import the candidate and build ModelNew(*init_inputs) under the shared seed ------
     def op_load(self, msg: dict) -> dict:
@@ -65,6 +67,11 @@ class _Session:
 
         self.device = msg["device"]
         self.code_path = msg["code_path"]
+        from kernelgym.tasks.task import Task
+
+        # The task module is built before the candidate is imported; only its input functions are kept.
+        task_module = Task(task_id="task", source=msg["task_source"]).load_module(msg["task_size"])
+        self.get_task_inputs = _InputSource(task_module)
         self.recorder = LaunchRecorder(self.MODULE_NAME)
         self.recorder.install()
         try:
@@ -106,7 +113,12 @@ class _Session:
 
         import torch
 
-        inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in msg["inputs"]]
+        from kernelgym.judge.inputs import digest
+
+        cpu_inputs = self.get_task_inputs(msg["seed"], msg["distribution"])
+        inputs_digest = digest(cpu_inputs)
+        inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in cpu_inputs]
+        self.trial_inputs[msg["index"]] = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
         before = [_fingerprint(v) for v in inputs]
         threads_before = threading.active_count()
         _poison(self.device, msg.get("poison_bytes", 0))
@@ -122,6 +134,7 @@ class _Session:
         aliased = any(_overlaps(o, i) for o in outs for i in inputs)
         mutated = [_fingerprint(v) for v in inputs] != before
         reply = {
+            "inputs_digest": inputs_digest,
             "bad_types": bad_types,
             "aliased": aliased,
             "mutated": mutated,
@@ -142,7 +155,7 @@ class _Session:
     def op_time(self, msg: dict) -> dict:
         from kernelgym.judge.timing import time_calls
 
-        sets = [[v.to(self.device) if hasattr(v, "to") else v for v in s] for s in msg["input_sets"]]
+        sets = [self.trial_inputs[i] for i in msg["trials"]]
         self.timing_sets = sets  # the profile reuses them: no second transfer
         try:
             times, wall, outputs = time_calls(self.model, sets, msg["warmup"], msg["reps"], msg["flush_bytes"])
@@ -170,6 +183,21 @@ class _Session:
 
         kind, fault = classify_exception(e, phase)
         return {"error": trim_traceback(e, self.code_path), "kind": kind, "fault": fault, "phase": phase}
+
+
+class _InputSource:
+    """The task's `get_inputs` with its module constants, without the reference `Model`."""
+
+    def __init__(self, module) -> None:  # noqa: ANN001
+        import types
+
+        self._module = types.SimpleNamespace(get_inputs=module.get_inputs)
+        module.__dict__.pop("Model", None)
+
+    def __call__(self, seed: int, distribution: str) -> list:
+        from kernelgym.judge.inputs import make_inputs
+
+        return make_inputs(self._module, seed, distribution)
 
 
 def _sig(obj) -> str:  # noqa: ANN001

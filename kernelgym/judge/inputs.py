@@ -3,6 +3,7 @@ assumptions a candidate may make about uniform [0, 1) data (RH-12, RH-13, RH-15)
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import types
 from typing import Any
@@ -47,6 +48,19 @@ def make_inputs(module: types.ModuleType, seed: int, distribution: str) -> list[
         else:
             out.append(t)
     return out
+
+
+def digest(values: list[Any]) -> str:
+    """Exact content hash of CPU inputs: the parent and the child must have generated the same ones."""
+    h = hashlib.sha1()
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            t = v.detach().contiguous()
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        else:
+            h.update(repr(v).encode())
+    return h.hexdigest()
 
 
 def to_device(values: list[Any], device: str) -> list[Any]:

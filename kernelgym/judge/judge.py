@@ -23,7 +23,7 @@ from kernelgym.judge.compare import as_list, compare_outputs, expected_is_finite
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.extract import AnswerError, decode_answer, extract_code
-from kernelgym.judge.inputs import fresh_seed
+from kernelgym.judge.inputs import digest, fresh_seed
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
 from kernelgym.judge.runtime_checks import check_timed_outputs, check_trial_reply, launch_verdicts, profile_summary
@@ -131,7 +131,8 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
     with clock("compile"):
         child.send({"op": "load", "code_path": str(code_path), "device": result.device,
                     "init_inputs": reference.init_inputs, "init_seed": reference.init_seed,
-                    "num_inputs": reference.num_inputs()})
+                    "num_inputs": reference.num_inputs(), "task_source": reference.task.source,
+                    "task_size": reference.size})
         with clock("reference"):
             trials = _plan_trials(reference, rng, config)
         reply = child.receive()
@@ -171,13 +172,16 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
     launches_by_grad: dict[bool, dict[str, int]] = {False: {}, True: {}}
     for t in trials:
         poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
-        reply = child.request({"op": "trial", "inputs": t.inputs, "grad": t.grad, "poison_bytes": poison})
+        # The seed is revealed only now; the child regenerates the inputs (no bulk transfer) and
+        # proves it by their digest. Expected outputs stay here.
+        reply = child.request({"op": "trial", "index": t.index, "seed": t.seed, "distribution": t.distribution,
+                               "grad": t.grad, "poison_bytes": poison})
         if "error" in reply:
             result.trials.append(TrialResult(t.index, t.distribution, t.grad, False, message=_first_line(reply["error"])))
             _finish(result, Status(reply["kind"]), f"trial {t.index}: {_first_line(reply['error'])}",
                     error=reply["error"], fault=reply.get("fault", ""))
             return False
-        result.cheats.extend(check_trial_reply(reply, t.index))
+        result.cheats.extend(check_trial_reply(reply, t.index, digest(t.inputs)))
         for name, n in reply.get("launches", {}).items():
             launches_by_grad[t.grad][name] = launches_by_grad[t.grad].get(name, 0) + n
         outputs = reply.get("outputs", [])
@@ -209,7 +213,7 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
 
     sets = trials[: config.timing_input_sets]
     with clock("timing"), timing_lock(result.device):
-        reply = child.request({"op": "time", "input_sets": [t.inputs for t in sets], "warmup": config.timing_warmup,
+        reply = child.request({"op": "time", "trials": [t.index for t in sets], "warmup": config.timing_warmup,
                                "reps": config.timing_reps, "flush_bytes": config.l2_flush_bytes})
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",

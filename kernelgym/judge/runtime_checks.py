@@ -14,9 +14,12 @@ from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import CheatVerdict, KernelTime, Profile
 
 
-def check_trial_reply(reply: dict[str, Any], index: int) -> list[CheatVerdict]:
-    """Rules on one correctness trial's reply: proxy tensors, aliasing, input mutation, threads."""
+def check_trial_reply(reply: dict[str, Any], index: int, inputs_digest: str) -> list[CheatVerdict]:
+    """Rules on one correctness trial's reply: input integrity, proxy tensors, aliasing, mutation, threads."""
     verdicts = []
+    if reply.get("inputs_digest") != inputs_digest:
+        verdicts.append(CheatVerdict("RH-20", f"trial {index}: the inputs the answer ran on differ from the task's "
+                                     "(input generation was tampered with)", "runtime"))
     if reply.get("bad_types"):
         verdicts.append(CheatVerdict("RH-19", f"trial {index}: output is a {reply['bad_types'][0]}, "
                                      "not a plain torch.Tensor (lazy/proxy outputs are not allowed)", "runtime"))

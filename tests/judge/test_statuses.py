@@ -193,3 +193,10 @@ def test_result_json_round_trip(relu):
     r = judge(relu, relu_answer(), CPU)
     again = EvalResult.from_json(r.to_json())
     assert again == r
+
+
+def test_tampering_with_input_generation_is_caught(relu):
+    # the child regenerates inputs from the revealed seed; a patched RNG changes them and the digest
+    extra = "_randn = torch.randn\ntorch.randn = lambda *a, **k: _randn(*a, **k).abs()"
+    r = judge(relu, relu_answer(extra=extra), UNCHECKED)
+    assert r.status is Status.CHEAT and any(c.rule == "RH-20" for c in r.cheats)
