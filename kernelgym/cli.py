@@ -144,11 +144,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not pairs:
         raise UsageError(f"no built-in answers for the tasks of {args.tasks!r}")
     console.print(f"judging {len(pairs)} built-in answers on {config.resolved_device()} ...")
-    results = judge_many(pairs, config, jobs=args.jobs)
-    _print_results(results)
+    sink = None
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text("".join(r.to_json() + "\n" for r in results))
+        args.json_out.write_text("")
+
+        def sink(r: EvalResult) -> None:
+            with args.json_out.open("a") as fh:
+                fh.write(r.to_json() + "\n")
+
+    results = judge_many(pairs, config, jobs=args.jobs, on_result=sink)
+    _print_results(results)
     bad = [r for r in results if not r.ok]
     console.print(f"{len(results) - len(bad)}/{len(results)} ok" + (f"; no answer for: {', '.join(missing)}" if missing else ""))
     return 0 if not bad else 1

@@ -7,7 +7,7 @@ those children (compilation and correctness in parallel, timing serialised by `t
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -23,7 +23,7 @@ def default_jobs(device: str) -> int:
 
 
 def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, jobs: int | None = None,
-               progress: bool = True) -> list[EvalResult]:
+               progress: bool = True, on_result: Callable[[EvalResult], None] | None = None) -> list[EvalResult]:
     """Results in the order of `pairs`. A broken task gives a result with fault `task_error`,
     so one bad task never loses the other results."""
     device = config.resolved_device()
@@ -37,6 +37,8 @@ def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, j
         futures = {pool.submit(_judge_one, t, a, config): i for i, (t, a) in enumerate(pairs)}
         for fut in as_completed(futures):
             results[futures[fut]] = fut.result()
+            if on_result is not None:
+                on_result(results[futures[fut]])  # e.g. append to a JSONL file: nothing lost if interrupted
             bar.advance(task_bar)
     return [r for r in results if r is not None]
 

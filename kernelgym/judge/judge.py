@@ -218,7 +218,7 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",
                        error=reply["error"], fault=reply.get("fault", ""))
-    result.cheats.extend(check_timed_outputs(reply, sets, config))
+    result.cheats.extend(check_timed_outputs(child.request({"op": "timed_outputs"}), sets, config))
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
         with clock("profile"), timing_lock(result.device):

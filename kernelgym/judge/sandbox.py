@@ -134,6 +134,8 @@ class CandidateProcess:
             pass
 
     def close(self) -> None:
+        if self._to_child < 0:
+            return
         if self.proc.poll() is None:
             try:
                 protocol.send(self._to_child, {"op": "exit"})
@@ -145,11 +147,11 @@ class CandidateProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for fd in (self._to_child, self._from_child):
-            try:
+        # Close each fd exactly once: a second close could hit a number another judge thread reuses.
+        fds, self._to_child, self._from_child = (self._to_child, self._from_child), -1, -1
+        for fd in fds:
+            if fd >= 0:
                 os.close(fd)
-            except OSError:
-                pass
         self._reader.join(timeout=2)
 
 
