@@ -8,9 +8,14 @@ import secrets
 import types
 from typing import Any
 
+import threading
+
 import torch
 
 _SIGNED_SALT = 0x5EED
+# torch's default RNG is process-global: judges running in threads must not interleave between
+# seeding it and drawing from it, or the parent's inputs and weights stop matching the child's.
+SEEDED_RNG_LOCK = threading.RLock()
 
 
 def fresh_seed() -> int:
@@ -19,8 +24,9 @@ def fresh_seed() -> int:
 
 
 def make_init_inputs(module: types.ModuleType, seed: int) -> list[Any]:
-    torch.manual_seed(seed)
-    return list(module.get_init_inputs())
+    with SEEDED_RNG_LOCK:
+        torch.manual_seed(seed)
+        return list(module.get_init_inputs())
 
 
 def make_inputs(module: types.ModuleType, seed: int, distribution: str) -> list[Any]:
@@ -29,8 +35,9 @@ def make_inputs(module: types.ModuleType, seed: int, distribution: str) -> list[
     `signed` replaces every floating tensor with N(m, s) values (m in [-1, 1], s in [0.5, 2]),
     folded to |.| where the task's tensor was non-negative so domains such as log() stay valid.
     """
-    torch.manual_seed(seed)
-    inputs = list(module.get_inputs())
+    with SEEDED_RNG_LOCK:
+        torch.manual_seed(seed)
+        inputs = list(module.get_inputs())
     if distribution == "task":
         return inputs
     if distribution != "signed":

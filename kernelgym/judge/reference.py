@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from kernelgym.judge.config import JudgeConfig
-from kernelgym.judge.inputs import make_init_inputs, make_inputs, to_device
+from kernelgym.judge.inputs import SEEDED_RNG_LOCK, make_init_inputs, make_inputs, to_device
 from kernelgym.judge.result import RuntimeStats
 from kernelgym.judge.timing import time_calls, timing_lock
 from kernelgym.judge.versions import software_versions
@@ -44,8 +44,10 @@ class Reference:
         self.init_seed = init_seed
         try:
             self.init_inputs = make_init_inputs(self.module, init_seed)
-            torch.manual_seed(init_seed)
-            self.model = self.module.Model(*self.init_inputs).to(device)
+            with SEEDED_RNG_LOCK:
+                torch.manual_seed(init_seed)
+                self.model = self.module.Model(*self.init_inputs)
+            self.model = self.model.to(device)
         except Exception as e:
             raise TaskError(f"task {task.task_id}: building Model failed: {type(e).__name__}: {e}") from None
 
