@@ -35,6 +35,14 @@ class ReferenceTimes:
     note: str
 
 
+def _use_ieee_fp32() -> None:
+    """fp32 references compute in IEEE fp32. cuDNN convolutions default to TF32 in PyTorch, which
+    is ~1e-3 off and would both fail honest fp32 kernels at 1e-4 and hand the baseline a precision
+    discount that answers may not take (RH-14). This judge process never runs candidate code."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 class Reference:
     """The task's `Model`, built with the same init seed the candidate's `ModelNew` gets."""
 
@@ -42,6 +50,7 @@ class Reference:
         self.task, self.size, self.device = task, size, device
         self.module = task.load_module(size)
         self.init_seed = init_seed
+        _use_ieee_fp32()
         try:
             self.init_inputs = make_init_inputs(self.module, init_seed)
             with SEEDED_RNG_LOCK:
