@@ -18,7 +18,7 @@ from kernelgym.judge.result import EvalResult, Status
 from kernelgym.tasks.task import Task, TaskError
 
 
-def default_jobs(device: str) -> int:
+def default_jobs() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
@@ -28,7 +28,7 @@ def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, j
     so one bad task never loses the other results."""
     device = config.resolved_device()
     config = JudgeConfig.from_dict({**config.__dict__, "device": device})
-    jobs = jobs or default_jobs(device)
+    jobs = jobs or default_jobs()
     results: list[EvalResult | None] = [None] * len(pairs)
     columns = (TextColumn("[bold]judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("eta"), TimeRemainingColumn())

@@ -199,9 +199,6 @@ class _Checker(ast.NodeVisitor):
     visit_FunctionDef = _visit_function
     visit_AsyncFunctionDef = _visit_function
 
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        self.generic_visit(node)
-
     # statements --------------------------------------------------------------------------
     def visit_Try(self, node: ast.Try) -> None:
         if self.context != "kernel":
