@@ -7,7 +7,9 @@ those children (compilation and correctness in parallel, timing serialised by `t
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -29,12 +31,13 @@ def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, j
     device = config.resolved_device()
     config = JudgeConfig.from_dict({**config.__dict__, "device": device})
     jobs = jobs or default_jobs()
+    gate = _SharedGate()
     results: list[EvalResult | None] = [None] * len(pairs)
     columns = (TextColumn("[bold]judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("eta"), TimeRemainingColumn())
     with Progress(*columns, disable=not progress, transient=False) as bar, ThreadPoolExecutor(jobs) as pool:
         task_bar = bar.add_task("judging", total=len(pairs))
-        futures = {pool.submit(_judge_one, t, a, config): i for i, (t, a) in enumerate(pairs)}
+        futures = {pool.submit(_judge_one, t, a, config, gate): i for i, (t, a) in enumerate(pairs)}
         for fut in as_completed(futures):
             results[futures[fut]] = fut.result()
             if on_result is not None:
@@ -43,9 +46,53 @@ def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, j
     return [r for r in results if r is not None]
 
 
-def _judge_one(task: Task, answer: str | bytes, config: JudgeConfig) -> EvalResult:
+def _judge_one(task: Task, answer: str | bytes, config: JudgeConfig, gate: _SharedGate) -> EvalResult:
     try:
-        return judge(task, answer, config)
+        with gate.shared():
+            result = judge(task, answer, config)
+        if result.status is Status.OOM:
+            # Concurrent evaluations share the GPU's memory, so an OOM may be a neighbour's doing. Judge it
+            # again with the device to itself: only an answer that also runs out of memory alone keeps `oom`.
+            with gate.exclusive():
+                result = judge(task, answer, config)
+        return result
     except TaskError as e:
         return EvalResult(status=Status.RUNTIME_ERROR, task_id=task.task_id, message=f"task error: {e}", fault="task_error",
                           error=str(e), device=config.device)
+
+
+class _SharedGate:
+    """Many holders in `shared`, or one in `exclusive` (which waits for the shared ones to leave and
+    keeps new ones out)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting_exclusive = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._exclusive and self._waiting_exclusive == 0)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting_exclusive += 1
+            self._cond.wait_for(lambda: not self._exclusive and self._shared == 0)
+            self._waiting_exclusive -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()

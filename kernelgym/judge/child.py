@@ -40,7 +40,13 @@ def main() -> None:
         if op == "exit":
             return
         handler = getattr(session, f"op_{op}", None)
-        reply = handler(msg) if handler else {"error": f"unknown op {op!r}", "kind": "system_error"}
+        if handler is None:
+            reply = {"error": f"unknown op {op!r}", "kind": "crashed", "fault": "protocol_violation"}
+        else:
+            try:
+                reply = handler(msg)
+            except BaseException as e:  # noqa: BLE001 - e.g. CUDA OOM while regenerating inputs: a verdict, not a death
+                reply = session._error(e, phase=str(op))
         protocol.send(out_fd, reply)
 
 

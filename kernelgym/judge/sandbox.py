@@ -125,6 +125,8 @@ class CandidateProcess:
         tail = self.output_tail().strip()[-800:]
         if fault == "signal:SIGKILL" and time.monotonic() < self.deadline:
             return ChildFailed("oom", "killed", "the answer's process was killed (likely out of memory)\n" + tail)
+        if "out of memory" in tail.lower():
+            return ChildFailed("oom", "out_of_memory", f"the answer's process ran out of memory ({fault})\n{tail}")
         return ChildFailed("crashed", fault, f"the answer's process died ({fault})" + (f"\n{tail}" if tail else ""))
 
     def kill(self) -> None:

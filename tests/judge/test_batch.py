@@ -15,3 +15,36 @@ def test_threads_do_not_mix_seeds_inputs_or_weights():
     assert [r.task_id for r in results] == [t for t in ids for _ in range(2)]
     assert all(r.status is Status.OK for r in results), [(r.task_id, r.message) for r in results if not r.ok]
     assert len(seen) == len(pairs)
+
+
+def test_oom_is_judged_again_alone(monkeypatch):
+    # An OOM beside other evaluations may be a neighbour's fault: the answer is judged again with the
+    # device to itself, and that verdict is the one reported.
+    import threading
+
+    from kernelgym.judge import batch
+    from kernelgym.judge.result import EvalResult
+
+    calls, running = [], [0]
+    lock = threading.Lock()
+
+    def fake_judge(task, answer, config):
+        with lock:
+            running[0] += 1
+            calls.append((answer, running[0]))
+        import time
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        first = sum(1 for a, _ in calls if a == answer) == 1
+        status = Status.OOM if answer == "oom-once" and first else Status.OK
+        return EvalResult(status=status, task_id=task.task_id)
+
+    monkeypatch.setattr(batch, "judge", fake_judge)
+    task = load_builtin("relu")[0]
+    pairs = [(task, "oom-once")] + [(task, f"ok{i}") for i in range(6)]
+    results = batch.judge_many(pairs, JudgeConfig(device="cpu"), jobs=4, progress=False)
+    assert [r.status for r in results] == [Status.OK] * 7
+    retry = [depth for a, depth in calls if a == "oom-once"][1]
+    assert retry == 1, "the retry must run with nothing else on the device"
+    assert len(calls) == 8
