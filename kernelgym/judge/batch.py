@@ -1,7 +1,7 @@
 """Judge many (task, answer) pairs concurrently with a progress bar.
 
 Each evaluation already runs its candidate in its own child process; threads here only overlap
-those children (compilation and correctness in parallel, timing serialised by `timing_lock`).
+those children (compilation and correctness in parallel, a measurement has its GPU to itself: `timing.gpu_lock`).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
 from kernelgym.judge.runtime_checks import check_timed_outputs, check_trial_reply, launch_verdicts, profile_summary
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
+from kernelgym.judge.timing import gpu_lock
 from kernelgym.judge.versions import software_versions
 from kernelgym.tasks.task import Task
 
@@ -174,8 +175,9 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
         # The seed is revealed only now; the child regenerates the inputs (no bulk transfer) and
         # proves it by their digest. Expected outputs stay here.
-        reply = child.request({"op": "trial", "index": t.index, "seed": t.seed, "distribution": t.distribution,
-                               "grad": t.grad, "poison_bytes": poison})
+        with gpu_lock(result.device, exclusive=False):
+            reply = child.request({"op": "trial", "index": t.index, "seed": t.seed, "distribution": t.distribution,
+                                   "grad": t.grad, "poison_bytes": poison})
         if "error" in reply:
             result.trials.append(TrialResult(t.index, t.distribution, t.grad, False, message=_first_line(reply["error"])))
             _finish(result, Status(reply["kind"]), f"trial {t.index}: {_first_line(reply['error'])}",
@@ -186,7 +188,8 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
             launches_by_grad[t.grad][name] = launches_by_grad[t.grad].get(name, 0) + n
         outputs = reply.get("outputs", [])
         actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
-        cmp = compare_outputs(t.expected, actual, config)
+        with gpu_lock(result.device, exclusive=False):
+            cmp = compare_outputs(t.expected, actual, config)
         result.trials.append(TrialResult(t.index, t.distribution, t.grad, cmp.passed, cmp.max_abs_error,
                                          cmp.max_rel_error, cmp.mismatched, cmp.total, cmp.message))
     grads_run = {t.grad for t in trials}

@@ -17,7 +17,7 @@ import torch
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.inputs import SEEDED_RNG_LOCK, make_init_inputs, make_inputs, to_device
 from kernelgym.judge.result import RuntimeStats
-from kernelgym.judge.timing import time_calls, timing_lock
+from kernelgym.judge.timing import gpu_lock, time_calls, timing_lock
 from kernelgym.judge.versions import software_versions
 from kernelgym.tasks.task import Task, TaskError
 
@@ -74,7 +74,7 @@ class Reference:
     def expected(self, inputs: list[Any]) -> Any:
         """Reference outputs, left on the reference's device so comparisons run there too."""
         try:
-            with torch.no_grad():
+            with torch.no_grad(), gpu_lock(self.device, exclusive=False):
                 out = self.model(*to_device(inputs, self.device))
         except Exception as e:
             raise TaskError(f"task {self.task.task_id}: Model.forward failed: {type(e).__name__}: {e}") from None

@@ -2,7 +2,7 @@
 
 CUDA events around each call, a device-wide synchronize before reading them (work left on other
 streams is waited for), L2 flushed before every call, warm-up excluded, fresh input storage per
-call, `torch.no_grad()`. Only one measurement runs on a GPU at a time (`timing_lock`).
+call, `torch.no_grad()`. A measurement has its GPU to itself (`gpu_lock`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import contextlib
 import fcntl
 import os
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,23 +19,42 @@ import torch
 
 from kernelgym.judge.inputs import clone_values
 
-_THREAD_LOCKS: dict[str, threading.Lock] = {}
-_THREAD_LOCKS_GUARD = threading.Lock()
+@contextlib.contextmanager
+def gpu_lock(device: str, exclusive: bool) -> Iterator[None]:
+    """A per-GPU readers-writer lock across threads and processes of this machine.
+
+    Work that runs kernels (correctness trials, reference outputs) holds it shared; a timing or
+    profiling measurement holds it exclusive, so nothing else of ours runs on that GPU while it is
+    measured. Writers have priority through a turnstile: readers pass it before taking their share,
+    a writer holds it while it waits and measures, so a stream of trials cannot starve timing.
+    Every acquisition opens its own descriptors, which makes `flock` exclude threads too.
+    """
+    if torch.device(device).type != "cuda":
+        yield
+        return
+    index = torch.device(device).index or 0
+    with file_rw_lock(os.path.join(tempfile.gettempdir(), f"kernelgym-gpu{index}"), exclusive):
+        yield
 
 
 @contextlib.contextmanager
-def timing_lock(device: str) -> Iterator[None]:
-    """Serialise measurements per GPU across threads and processes of this machine."""
-    index = torch.device(device).index or 0
-    with _THREAD_LOCKS_GUARD:
-        lock = _THREAD_LOCKS.setdefault(str(index), threading.Lock())
-    path = os.path.join(tempfile.gettempdir(), f"kernelgym-timing-gpu{index}.lock")
-    with lock, open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+def file_rw_lock(base: str, exclusive: bool) -> Iterator[None]:
+    """The lock behind `gpu_lock`, on the files `base`.turnstile and `base`.lock."""
+    with open(base + ".turnstile", "a") as gate, open(base + ".lock", "a") as main:
+        fcntl.flock(gate, fcntl.LOCK_EX)
         try:
+            if not exclusive:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+            fcntl.flock(main, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(main, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+def timing_lock(device: str) -> contextlib.AbstractContextManager[None]:
+    """The exclusive side of `gpu_lock`: one measurement on a GPU, nothing else of ours beside it."""
+    return gpu_lock(device, exclusive=True)
 
 
 def time_calls(
