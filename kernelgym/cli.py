@@ -62,6 +62,14 @@ def _build_parser() -> argparse.ArgumentParser:
     tl.add_argument("spec", nargs="?", default="builtin")
     tl.set_defaults(func=_cmd_tasks_list)
 
+    rt = sub.add_parser("redteam", help="run every known exploit and every honest answer through the judge")
+    rt.add_argument("--only", default=None, help="one threat code (RH-11) or a substring of exploit file names")
+    rt.add_argument("--no-legit", action="store_true", help="skip the legitimate corpus (built-in answers)")
+    rt.add_argument("--jobs", type=int, default=None, help="evaluations in parallel (default: CPU count, max 8)")
+    rt.add_argument("--json-out", type=Path, default=None, help="also write every EvalResult as JSON lines here")
+    _add_judge_options(rt)
+    rt.set_defaults(func=_cmd_redteam)
+
     b = sub.add_parser("bench", help="benchmarks whose numbers go to docs/BENCHMARKS.md")
     bsub = b.add_subparsers(dest="bench_command", required=True)
     bj = bsub.add_parser("judge", help="per-phase time per evaluation and speedup spread over repeats")
@@ -144,20 +152,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not pairs:
         raise UsageError(f"no built-in answers for the tasks of {args.tasks!r}")
     console.print(f"judging {len(pairs)} built-in answers on {config.resolved_device()} ...")
-    sink = None
-    if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text("")
-
-        def sink(r: EvalResult) -> None:
-            with args.json_out.open("a") as fh:
-                fh.write(r.to_json() + "\n")
-
-    results = judge_many(pairs, config, jobs=args.jobs, on_result=sink)
+    results = judge_many(pairs, config, jobs=args.jobs, on_result=_jsonl_sink(args.json_out))
     _print_results(results)
     bad = [r for r in results if not r.ok]
     console.print(f"{len(results) - len(bad)}/{len(results)} ok" + (f"; no answer for: {', '.join(missing)}" if missing else ""))
     return 0 if not bad else 1
+
+
+def _jsonl_sink(path: Path | None):  # noqa: ANN202
+    """A callback appending each result to `path` as it arrives (nothing lost if interrupted)."""
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+
+    def sink(r: EvalResult) -> None:
+        with path.open("a") as fh:
+            fh.write(r.to_json() + "\n")
+
+    return sink
+
+
+def _cmd_redteam(args: argparse.Namespace) -> int:
+    from kernelgym.redteam.runner import describe_failures, report_table, run_redteam
+
+    config = _config(args)
+    report = run_redteam(config, jobs=args.jobs, only=args.only, legit=not args.no_legit,
+                         on_result=_jsonl_sink(args.json_out))
+    if not report.outcomes and not report.legit:
+        raise UsageError(f"no exploit matches {args.only!r}")
+    console.print(report_table(report))
+    for e in report.skipped:
+        console.print(f"skipped on {report.device}: {e.name} ({e.threat}) needs {e.device}")
+    for line in describe_failures(report):
+        console.print(line, markup=False, highlight=False)
+    return 0 if report.ok else 1
 
 
 def _cmd_tasks_list(args: argparse.Namespace) -> int:

@@ -1,0 +1,124 @@
+"""Exploit files and their expected verdicts.
+
+Each exploit is an answer file under `tests/redteam/exploits/` whose first lines declare, as
+`# key: value` comments:
+
+    # threat: RH-11                      the category it attacks (THREATS.md)
+    # task: softmax                      a built-in task it is judged on
+    # variant: cache keyed on data_ptr   one line on what it does
+    # expect: cheat RH-11                verdict with every check on
+    # expect_dynamic: cheat RH-21 | wrong_output   verdict with the static rules off (optional)
+    # device: any                        any (default) or cuda, for exploits only a GPU can show
+
+A verdict is `STATUS [RH-NN]`; alternatives are separated by `|`. `expect_dynamic` proves the
+defence in depth: with the AST rules off, the run-time checks alone must still reject the answer.
+Exploits without it are caught only statically, and the report says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelgym.judge.result import EvalResult, Status
+
+_FIELD = re.compile(r"^#\s*(\w+):\s*(.*?)\s*$")
+_KEYS = {"threat", "task", "variant", "expect", "expect_dynamic", "device"}
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One acceptable verdict: a status and, for `cheat`, the rule that must be among the verdicts."""
+
+    status: Status
+    rule: str = ""
+
+    @classmethod
+    def parse_many(cls, text: str, where: str) -> tuple[Expectation, ...]:
+        out = []
+        for alt in text.split("|"):
+            parts = alt.split()
+            if not parts or len(parts) > 2:
+                raise ValueError(f"{where}: bad verdict {alt.strip()!r} (want 'STATUS [RH-NN]')")
+            try:
+                status = Status(parts[0])
+            except ValueError:
+                raise ValueError(f"{where}: unknown status {parts[0]!r}") from None
+            rule = parts[1] if len(parts) == 2 else ""
+            if rule and not re.fullmatch(r"RH-\d\d", rule):
+                raise ValueError(f"{where}: bad rule code {rule!r}")
+            out.append(cls(status, rule))
+        return tuple(out)
+
+    def matches(self, result: EvalResult) -> bool:
+        if result.status is not self.status:
+            return False
+        return not self.rule or any(c.rule == self.rule for c in result.cheats)
+
+    def __str__(self) -> str:
+        return f"{self.status.value} {self.rule}".strip()
+
+
+@dataclass(frozen=True)
+class Exploit:
+    """One exploit answer and what the judge must say about it."""
+
+    path: Path
+    threat: str
+    task: str
+    variant: str
+    expect: tuple[Expectation, ...]
+    expect_dynamic: tuple[Expectation, ...] = ()
+    device: str = "any"
+    text: str = field(default="", repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def runs_on(self, device: str) -> bool:
+        return self.device == "any" or device.startswith(self.device)
+
+
+def corpus_dir() -> Path:
+    """The exploits shipped with the source tree (or inside the installed package)."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parents[2] / "tests" / "redteam" / "exploits", here.parents[1] / "_redteam" / "exploits"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("red-team corpus not found (tests/redteam/exploits)")
+
+
+def parse_exploit(path: Path) -> Exploit:
+    """Read one exploit file's header. Raises ValueError naming the file on a malformed header."""
+    text = path.read_text()
+    meta: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _FIELD.match(line)
+        if not m:
+            if line.strip() and not line.startswith("#"):
+                break
+            continue
+        if m.group(1) in _KEYS:
+            meta[m.group(1)] = m.group(2)
+    missing = {"threat", "task", "variant", "expect"} - set(meta)
+    if missing:
+        raise ValueError(f"{path.name}: header lacks {sorted(missing)}")
+    if not re.fullmatch(r"RH-\d\d", meta["threat"]):
+        raise ValueError(f"{path.name}: bad threat code {meta['threat']!r}")
+    device = meta.get("device", "any")
+    if device not in ("any", "cuda"):
+        raise ValueError(f"{path.name}: device must be any or cuda")
+    dynamic = meta.get("expect_dynamic", "")
+    return Exploit(path=path, threat=meta["threat"], task=meta["task"], variant=meta["variant"],
+                   expect=Expectation.parse_many(meta["expect"], path.name),
+                   expect_dynamic=Expectation.parse_many(dynamic, path.name) if dynamic else (),
+                   device=device, text=text)
+
+
+def load_corpus(directory: Path | None = None) -> list[Exploit]:
+    """Every exploit, sorted by threat then name."""
+    directory = directory or corpus_dir()
+    exploits = [parse_exploit(p) for p in sorted(directory.glob("*.py"))]
+    return sorted(exploits, key=lambda e: (e.threat, e.name))

@@ -1,0 +1,143 @@
+"""Run the red-team corpus and the legitimate corpus (every built-in answer) through the judge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from kernelgym.judge.batch import judge_many
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.result import EvalResult, Status
+from kernelgym.redteam.corpus import Exploit, Expectation, load_corpus
+from kernelgym.tasks.loaders import builtin_answer_path, load_builtin
+from kernelgym.tasks.task import Task
+
+
+@dataclass
+class ExploitOutcome:
+    """What the judge said about one exploit, with all checks on and (optionally) with static rules off."""
+
+    exploit: Exploit
+    result: EvalResult
+    dynamic_result: EvalResult | None = None
+
+    @property
+    def caught(self) -> bool:
+        return _matches(self.exploit.expect, self.result)
+
+    @property
+    def dynamic_caught(self) -> bool | None:
+        if self.dynamic_result is None:
+            return None
+        return _matches(self.exploit.expect_dynamic, self.dynamic_result)
+
+    @property
+    def passed(self) -> bool:
+        return self.caught and self.dynamic_caught is not False
+
+
+@dataclass
+class RedteamReport:
+    device: str
+    outcomes: list[ExploitOutcome] = field(default_factory=list)
+    legit: list[EvalResult] = field(default_factory=list)
+    skipped: list[Exploit] = field(default_factory=list)  # exploits that need another device
+
+    @property
+    def missed(self) -> list[ExploitOutcome]:
+        return [o for o in self.outcomes if not o.passed]
+
+    @property
+    def false_flags(self) -> list[EvalResult]:
+        return [r for r in self.legit if r.status is not Status.OK]
+
+    @property
+    def ok(self) -> bool:
+        return not self.missed and not self.false_flags
+
+    def by_threat(self) -> dict[str, list[ExploitOutcome]]:
+        rows: dict[str, list[ExploitOutcome]] = {}
+        for o in self.outcomes:
+            rows.setdefault(o.exploit.threat, []).append(o)
+        return dict(sorted(rows.items()))
+
+
+def _matches(expected: tuple[Expectation, ...], result: EvalResult) -> bool:
+    return result.status is not Status.OK and any(e.matches(result) for e in expected)
+
+
+def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None = None, legit: bool = True,
+                progress: bool = True, exploits: list[Exploit] | None = None,
+                on_result: Callable[[EvalResult], None] | None = None) -> RedteamReport:
+    """Judge every exploit (and, with `legit`, every built-in answer) on `config`'s device.
+
+    `only` filters exploits by threat code or file-name substring. Exploits marked `device: cuda`
+    are skipped (and listed) on a CPU run.
+    """
+    device = config.resolved_device()
+    config = replace(config, device=device)
+    report = RedteamReport(device=device)
+    chosen = [e for e in (exploits if exploits is not None else load_corpus())
+              if only is None or only == e.threat or only in e.name]
+    runnable = [e for e in chosen if e.runs_on(device)]
+    report.skipped = [e for e in chosen if not e.runs_on(device)]
+    tasks = _tasks_for(runnable)
+    results = judge_many([(tasks[e.task], e.text) for e in runnable], config, jobs, progress, on_result)
+    report.outcomes = [ExploitOutcome(e, r) for e, r in zip(runnable, results)]
+    deep = [o for o in report.outcomes if o.exploit.expect_dynamic]
+    if deep:
+        dyn = judge_many([(tasks[o.exploit.task], o.exploit.text) for o in deep],
+                         replace(config, static_checks=False), jobs, progress, on_result)
+        for o, r in zip(deep, dyn):
+            o.dynamic_result = r
+    if legit:
+        honest = load_builtin()
+        report.legit = judge_many([(t, builtin_answer_path(t.task_id).read_text()) for t in honest], config, jobs,
+                                  progress, on_result)
+    return report
+
+
+def _tasks_for(exploits: list[Exploit]) -> dict[str, Task]:
+    return {tid: load_builtin(tid)[0] for tid in sorted({e.task for e in exploits})}
+
+
+def report_table(report: RedteamReport):  # noqa: ANN201 - a rich Table
+    """Per category: exploits run, caught, missed, and how many are also caught with static rules off."""
+    from rich.table import Table
+
+    table = Table("category", "exploits", "caught", "missed", "caught without static rules", "false flags",
+                  title=f"red team on {report.device}")
+    for threat, outcomes in report.by_threat().items():
+        deep = [o for o in outcomes if o.dynamic_caught is not None]
+        missed = sum(not o.passed for o in outcomes)
+        table.add_row(threat, str(len(outcomes)), str(sum(o.passed for o in outcomes)),
+                      f"[red]{missed}[/red]" if missed else "0",
+                      f"{sum(bool(o.dynamic_caught) for o in deep)}/{len(deep)}" if deep else "static only", "-")
+    if report.legit:
+        flags = len(report.false_flags)
+        table.add_row("honest answers", str(len(report.legit)), "-", "-", "-",
+                      f"[red]{flags}[/red]" if flags else "0")
+    return table
+
+
+def describe_failures(report: RedteamReport) -> list[str]:
+    """One line per missed exploit or flagged honest answer, saying what the judge said instead."""
+    lines = []
+    for o in report.missed:
+        got = _verdict(o.result)
+        line = f"MISSED {o.exploit.name} ({o.exploit.threat}, {o.exploit.task}): expected " \
+               f"{' | '.join(map(str, o.exploit.expect))}, got {got}"
+        if o.dynamic_caught is False:
+            line += f"; static rules off: expected {' | '.join(map(str, o.exploit.expect_dynamic))}, " \
+                    f"got {_verdict(o.dynamic_result)}"
+        lines.append(line)
+    for r in report.false_flags:
+        lines.append(f"FALSE FLAG {r.task_id}: {r.status.value}: {r.message}")
+    return lines
+
+
+def _verdict(r: EvalResult | None) -> str:
+    if r is None:
+        return "nothing"
+    rules = ",".join(sorted({c.rule for c in r.cheats}))
+    return f"{r.status.value}{' ' + rules if rules else ''} ({r.message[:160]})"
