@@ -61,6 +61,7 @@ class _Session:
         self.timing_sets: list = []
         self.timed_outputs: list = []
         self.trial_inputs: dict[int, list] = {}
+        self.settings: dict[str, object] = {}
         self.get_task_inputs = None
 
     # -- load: import the candidate and build ModelNew(*init_inputs) under the shared seed ------
@@ -81,6 +82,7 @@ class _Session:
         self.get_task_inputs = _InputSource(task_module)
         self.recorder = LaunchRecorder(self.MODULE_NAME)
         self.recorder.install()
+        self.settings = global_settings()
         try:
             spec = importlib.util.spec_from_file_location(self.MODULE_NAME, self.code_path)
             module = importlib.util.module_from_spec(spec)
@@ -114,7 +116,7 @@ class _Session:
         self.recorder.take()
         if self.device != "cpu":
             _warm_profiler()  # CUPTI start-up takes seconds: pay it here, not under the timing lock
-        return {"ok": True}
+        return {"ok": True, "settings_changed": self._settings_changed()}
 
     # -- trial: one correctness run on inputs the parent just revealed -------------------------
     def op_trial(self, msg: dict) -> dict:
@@ -122,9 +124,11 @@ class _Session:
 
         import torch
 
-        from kernelgym.judge.inputs import digest
+        from kernelgym.judge.inputs import digest, swap_probe
 
         cpu_inputs = self.get_task_inputs(msg["seed"], msg["distribution"])
+        if msg.get("probe_seed") is not None:
+            cpu_inputs = swap_probe(cpu_inputs, msg["probe_seed"])
         inputs_digest = digest(cpu_inputs)
         inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in cpu_inputs]
         self.trial_inputs[msg["index"]] = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
@@ -148,6 +152,7 @@ class _Session:
             "aliased": aliased,
             "mutated": mutated,
             "thread_delta": threading.active_count() - threads_before,
+            "settings_changed": self._settings_changed(),
             "launches": self.recorder.take(),
             "is_sequence": isinstance(out, (tuple, list)),
         }
@@ -187,6 +192,10 @@ class _Session:
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="profile")
 
+    def _settings_changed(self) -> list[str]:
+        now = global_settings()
+        return sorted(k for k in self.settings if now.get(k) != self.settings[k])
+
     def _error(self, e: BaseException, phase: str) -> dict:
         from kernelgym.judge.errors import classify_exception, trim_traceback
 
@@ -207,6 +216,35 @@ class _InputSource:
         from kernelgym.judge.inputs import make_inputs
 
         return make_inputs(self._module, seed, distribution)
+
+
+def global_settings() -> dict[str, object]:
+    """Process-wide torch settings an answer could flip to downcast precision (RH-14) or to slow a
+    baseline timed beside it (RH-24). Snapshotted before the answer is imported."""
+    import torch
+
+    b = torch.backends
+    return {
+        "cuda.matmul.allow_tf32": b.cuda.matmul.allow_tf32,
+        "cudnn.allow_tf32": b.cudnn.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cuda.matmul.allow_fp16_reduced_precision_reduction": b.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "cuda.matmul.allow_bf16_reduced_precision_reduction": b.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "cudnn.benchmark": b.cudnn.benchmark,
+        "cudnn.deterministic": b.cudnn.deterministic,
+        "cudnn.enabled": b.cudnn.enabled,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "num_threads": torch.get_num_threads(),
+        "flush_denormal": _flush_denormal_state(),
+        "default_dtype": str(torch.get_default_dtype()),
+    }
+
+
+def _flush_denormal_state() -> bool:
+    import torch
+
+    tiny = torch.tensor([1e-40], dtype=torch.float32)  # a float32 denormal: 0 when flushed
+    return bool((tiny * 1.0).item() == 0.0)
 
 
 def _warm_profiler() -> None:

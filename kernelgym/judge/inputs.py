@@ -77,3 +77,24 @@ def to_device(values: list[Any], device: str) -> list[Any]:
 def clone_values(values: list[Any]) -> list[Any]:
     """Fresh storage for every tensor: a candidate never sees the same addresses twice."""
     return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def swap_probe(values: list[Any], probe_seed: int, pairs: int = 8) -> list[Any]:
+    """Copies of `values` with a few elements of every tensor swapped at positions drawn from
+    `probe_seed`. The values stay in the task's domain (same multiset), but the outputs change: a
+    candidate that returns a result cached on a few sampled elements, a pointer or a shape is caught
+    returning the old output (RH-11)."""
+    gen = torch.Generator().manual_seed(probe_seed)
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor) and v.numel() >= 2:
+            t = v.detach().clone().contiguous()
+            flat = t.view(-1)
+            k = min(pairs, flat.numel() // 2)
+            pos = torch.randint(flat.numel(), (2 * k,), generator=gen)  # randperm of 64M would cost seconds
+            a, b = pos[:k], pos[k:]
+            flat[a], flat[b] = flat[b].clone(), flat[a].clone()
+            out.append(t)
+        else:
+            out.append(v)
+    return out

@@ -23,10 +23,16 @@ from kernelgym.judge.compare import as_list, compare_outputs, expected_is_finite
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.extract import AnswerError, decode_answer, extract_code
-from kernelgym.judge.inputs import digest, fresh_seed
+from kernelgym.judge.inputs import digest, fresh_seed, swap_probe
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
-from kernelgym.judge.runtime_checks import check_timed_outputs, check_trial_reply, launch_verdicts, profile_summary
+from kernelgym.judge.runtime_checks import (
+    check_timed_outputs,
+    check_trial_reply,
+    launch_verdicts,
+    profile_summary,
+    settings_verdicts,
+)
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.timing import gpu_lock
 from kernelgym.judge.versions import software_versions
@@ -54,6 +60,12 @@ class _Trial:
     grad: bool
     inputs: list[Any]
     expected: Any
+    probe_seed: int | None = None  # set on the probe: trial 0's inputs with a few values swapped
+    probe_of: "_Trial | None" = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.distribution}+probe" if self.probe_of is not None else self.distribution
 
 
 def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) -> EvalResult:
@@ -141,6 +153,7 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
         return _finish(result, Status(reply["kind"]), _first_line(reply["error"]), error=reply["error"],
                        fault=reply.get("fault", ""))
     result.compiled = True
+    result.cheats.extend(settings_verdicts(reply.get("settings_changed", []), "importing and building ModelNew"))
     with clock("correctness"):
         if not _correctness(child, trials, report, config, result):
             return None
@@ -164,6 +177,10 @@ def _plan_trials(reference: Reference, rng: random.Random, config: JudgeConfig) 
             inputs = reference.inputs(seed, dist)
             expected = reference.expected(inputs)
         trials.append(_Trial(i, seed, dist, grad=(i % 2 == 1), inputs=inputs, expected=expected))
+    first, probe_seed = trials[0], rng.getrandbits(62)
+    probe_inputs = swap_probe(first.inputs, probe_seed)
+    trials.append(_Trial(len(trials), first.seed, first.distribution, grad=first.grad, inputs=probe_inputs,
+                         expected=reference.expected(probe_inputs), probe_seed=probe_seed, probe_of=first))
     return trials
 
 
@@ -177,9 +194,9 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         # proves it by their digest. Expected outputs stay here.
         with gpu_lock(result.device, exclusive=False):
             reply = child.request({"op": "trial", "index": t.index, "seed": t.seed, "distribution": t.distribution,
-                                   "grad": t.grad, "poison_bytes": poison})
+                                   "grad": t.grad, "poison_bytes": poison, "probe_seed": t.probe_seed})
         if "error" in reply:
-            result.trials.append(TrialResult(t.index, t.distribution, t.grad, False, message=_first_line(reply["error"])))
+            result.trials.append(TrialResult(t.index, t.label, t.grad, False, message=_first_line(reply["error"])))
             _finish(result, Status(reply["kind"]), f"trial {t.index}: {_first_line(reply['error'])}",
                     error=reply["error"], fault=reply.get("fault", ""))
             return False
@@ -190,7 +207,11 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
         with gpu_lock(result.device, exclusive=False):
             cmp = compare_outputs(t.expected, actual, config)
-        result.trials.append(TrialResult(t.index, t.distribution, t.grad, cmp.passed, cmp.max_abs_error,
+            if t.probe_of is not None and not cmp.passed and compare_outputs(t.probe_of.expected, actual, config).passed:
+                result.cheats.append(CheatVerdict(
+                    "RH-11", f"trial {t.index} re-ran trial {t.probe_of.index}'s inputs with a few values swapped and "
+                    "got trial 0's output back: the answer returns a cached result", "runtime"))
+        result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error,
                                          cmp.max_rel_error, cmp.mismatched, cmp.total, cmp.message))
     grads_run = {t.grad for t in trials}
     result.cheats.extend(launch_verdicts(launches_by_grad, grads_run, report.kernels))

@@ -19,8 +19,9 @@ def test_ok_answer_passes_every_trial(relu):
     r = judge(relu, relu_answer(), CPU)
     assert r.status is Status.OK, r.message
     assert r.correct and r.compiled
-    assert len(r.trials) == 5 and all(t.passed for t in r.trials)
-    assert {t.distribution for t in r.trials} == {"task", "signed"}
+    # 5 trials plus the cache probe (trial 0's inputs with a few values swapped)
+    assert len(r.trials) == 6 and all(t.passed for t in r.trials)
+    assert {t.distribution for t in r.trials} == {"task", "signed", "task+probe"}
     assert {t.grad_enabled for t in r.trials} == {True, False}
     assert r.kernels_launched == ["relu_kernel"]
     assert r.runtime is None and "not measured" in r.timing_note
@@ -200,3 +201,26 @@ def test_tampering_with_input_generation_is_caught(relu):
     extra = "_randn = torch.randn\ntorch.randn = lambda *a, **k: _randn(*a, **k).abs()"
     r = judge(relu, relu_answer(extra=extra), UNCHECKED)
     assert r.status is Status.CHEAT and any(c.rule == "RH-20" for c in r.cheats)
+
+
+def test_value_keyed_cache_is_caught_by_the_probe(relu):
+    # caches keyed on a few sampled elements pass every fresh trial but return the old output
+    # when the probe swaps values elsewhere; static rules off, so only the run-time check can see it
+    answer = relu_answer(init="self.memo = {}", forward_body="""
+key = (tuple(x.shape), float(x.reshape(-1)[0]), float(x.reshape(-1)[-1]))
+if key in self.memo:
+    return self.memo[key]
+out = torch.empty_like(x)
+relu_kernel[(triton.cdiv(x.numel(), 1024),)](x.contiguous(), out, x.numel(), BLOCK=1024)
+self.memo[key] = out
+return out
+""")
+    r = judge(relu, answer, JudgeConfig(device="cpu", static_checks=False))
+    assert r.status is Status.CHEAT and [c.rule for c in r.cheats] == ["RH-11"], r.message
+
+
+def test_changing_global_torch_settings_is_flagged(relu):
+    answer = relu_answer(extra="torch.set_num_threads(1)\ntorch.backends.cuda.matmul.allow_tf32 = True")
+    r = judge(relu, answer, JudgeConfig(device="cpu", static_checks=False))
+    assert r.status is Status.CHEAT
+    assert {c.rule for c in r.cheats} == {"RH-14", "RH-24"}, r.cheats
