@@ -166,11 +166,21 @@ class _Session:
         return reply
 
     # -- time / profile: GPU only ------------------------------------------------------------------
+    def op_timing_inputs(self, msg: dict) -> dict:
+        """Generate the timing sets from seeds revealed now (before the timing lock is taken)."""
+        import torch
+
+        from kernelgym.judge.inputs import digest
+
+        cpu_sets = [self.get_task_inputs(seed, dist) for seed, dist in msg["sets"]]
+        digests = [digest(s) for s in cpu_sets]
+        self.timing_sets = [[v.to(self.device) if isinstance(v, torch.Tensor) else v for v in s] for s in cpu_sets]
+        return {"inputs_digests": digests}
+
     def op_time(self, msg: dict) -> dict:
         from kernelgym.judge.timing import time_calls
 
-        sets = [self.trial_inputs[i] for i in msg["trials"]]
-        self.timing_sets = sets  # the profile reuses them: no second transfer
+        sets = self.timing_sets  # the profile reuses them: no second transfer
         try:
             times, wall, self.timed_outputs = time_calls(self.model, sets, msg["warmup"], msg["reps"],
                                                          msg["flush_bytes"])

@@ -35,12 +35,18 @@ class JudgeConfig:
     cpu_memory_gb: float = field(default=16.0, metadata={"help": "address-space limit of the child on cpu runs"})
     timing_warmup: int = field(default=5, metadata={"help": "untimed calls before timing"})
     timing_reps: int = field(default=50, metadata={"help": "timed calls; the median is reported"})
-    timing_input_sets: int = field(default=3, metadata={"help": "distinct input sets cycled during timing"})
+    timing_input_sets: int = field(default=3, metadata={"help": "fresh input sets (never used in correctness) cycled during timing"})
     l2_flush_bytes: int = field(default=256 << 20, metadata={"help": "buffer written between timed calls"})
     time_compile_baseline: bool = field(default=True, metadata={"help": "also time torch.compile of the reference"})
     profile: bool = field(default=True, metadata={"help": "profile the answer with torch.profiler (cuda only)"})
     min_triton_share: float = field(
         default=0.5, metadata={"help": "cuda: below this share of device time in own Triton kernels is RH-03"}
+    )
+    allow_torch_ops: bool | None = field(
+        default=None, metadata={"help": "partial replacement: may torch compute stay beside the answer's Triton "
+                                "kernels? None: the task decides (KERNELGYM_ALLOW_TORCH_OPS, default no). "
+                                "When allowed, the torch-compute rules (RH-01 static, RH-03 share) are off; "
+                                "triton_share is reported either way"}
     )
     static_checks: bool = field(default=True, metadata={"help": "run the AST threat rules before anything runs"})
     seed: int | None = field(default=None, metadata={"help": "master seed; None draws a secret one per evaluation"})
@@ -56,8 +62,9 @@ class JudgeConfig:
         if unknown or not self.distributions:
             raise ValueError(f"JudgeConfig.distributions must be a non-empty subset of {INPUT_DISTRIBUTIONS}")
         self.distributions = tuple(self.distributions)
-        if self.timing_reps < 1 or self.timing_warmup < 0 or self.timing_input_sets < 1:
-            raise ValueError("JudgeConfig timing_reps >= 1, timing_warmup >= 0, timing_input_sets >= 1")
+        if self.timing_input_sets < 1 or self.timing_reps < self.timing_input_sets or self.timing_warmup < 0:
+            raise ValueError("JudgeConfig needs timing_input_sets >= 1, timing_reps >= timing_input_sets, "
+                             "timing_warmup >= 0")
         if self.timeout_s <= 0:
             raise ValueError("JudgeConfig.timeout_s must be positive")
 

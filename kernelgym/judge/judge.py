@@ -29,8 +29,11 @@ from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
 from kernelgym.judge.runtime_checks import (
     check_timed_outputs,
     check_trial_reply,
+    PROFILE_REPS,
     launch_verdicts,
+    physics_floor_verdicts,
     profile_summary,
+    profile_verdicts,
     settings_verdicts,
 )
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
@@ -78,7 +81,7 @@ def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) ->
     result = EvalResult(status=Status.OK, task_id=task.task_id, device=device, size=size,
                         versions=software_versions(), gpu_name=_gpu_name(device))
     with clock("parse"):
-        parsed = _parse(answer, config, result)
+        parsed = _parse(task, answer, config, result)
     if parsed is not None:
         code, report = parsed
         rng = random.Random(config.seed if config.seed is not None else fresh_seed())
@@ -92,14 +95,19 @@ def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) ->
     return result
 
 
-def _parse(answer: str | bytes, config: JudgeConfig, result: EvalResult) -> tuple[str, Any] | None:
+def torch_ops_allowed(task: Task, config: JudgeConfig) -> bool:
+    """The partial-replacement policy for this task: the config's choice, else the task's."""
+    return task.allows_torch_ops() if config.allow_torch_ops is None else config.allow_torch_ops
+
+
+def _parse(task: Task, answer: str | bytes, config: JudgeConfig, result: EvalResult) -> tuple[str, Any] | None:
     """Code and static report, or None after setting an invalid/cheat status on `result`."""
     try:
         code = extract_code(decode_answer(answer, config.max_answer_bytes))
     except AnswerError as e:
         return _finish(result, Status.INVALID_ANSWER, str(e))
     try:
-        report = static_checks.analyse(code)
+        report = static_checks.analyse(code, allow_torch_compute=torch_ops_allowed(task, config))
     except SyntaxError as e:
         return _finish(result, Status.INVALID_ANSWER, f"syntax error at line {e.lineno}: {e.msg}",
                        error=trim_text(f"SyntaxError: {e.msg} (line {e.lineno})\n{(e.text or '').rstrip()}"))
@@ -160,28 +168,31 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
     if result.device == "cpu":
         result.timing_note = "not measured: timing and profiling need a GPU (this run used the CPU interpreter)"
         return None
-    _time_and_profile(child, trials, report, reference, config, result, clock)
+    _time_and_profile(child, trials, report, reference, rng, config, result, clock)
     return None
 
 
 def _plan_trials(reference: Reference, rng: random.Random, config: JudgeConfig) -> list[_Trial]:
-    """Secret seeds, cycled distributions, grad alternating off/on; non-finite references fall back."""
-    trials = []
-    for i in range(config.num_trials):
-        dist = config.distributions[i % len(config.distributions)]
-        seed = rng.getrandbits(62)
-        inputs = reference.inputs(seed, dist)
-        expected = reference.expected(inputs)
-        if not expected_is_finite(expected) and dist != "task":
-            dist, seed = "task", rng.getrandbits(62)
-            inputs = reference.inputs(seed, dist)
-            expected = reference.expected(inputs)
-        trials.append(_Trial(i, seed, dist, grad=(i % 2 == 1), inputs=inputs, expected=expected))
+    """Secret seeds, cycled distributions, grad alternating off/on, then the cache probe."""
+    trials = [_draw_trial(reference, rng, config, i, grad=(i % 2 == 1)) for i in range(config.num_trials)]
     first, probe_seed = trials[0], rng.getrandbits(62)
     probe_inputs = swap_probe(first.inputs, probe_seed)
     trials.append(_Trial(len(trials), first.seed, first.distribution, grad=first.grad, inputs=probe_inputs,
                          expected=reference.expected(probe_inputs), probe_seed=probe_seed, probe_of=first))
     return trials
+
+
+def _draw_trial(reference: Reference, rng: random.Random, config: JudgeConfig, index: int, grad: bool) -> _Trial:
+    """One input set from a fresh secret seed; a non-finite reference falls back to the task's inputs."""
+    dist = config.distributions[index % len(config.distributions)]
+    seed = rng.getrandbits(62)
+    inputs = reference.inputs(seed, dist)
+    expected = reference.expected(inputs)
+    if not expected_is_finite(expected) and dist != "task":
+        dist, seed = "task", rng.getrandbits(62)
+        inputs = reference.inputs(seed, dist)
+        expected = reference.expected(inputs)
+    return _Trial(index, seed, dist, grad=grad, inputs=inputs, expected=expected)
 
 
 def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, config: JudgeConfig,
@@ -231,14 +242,24 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
 
 
 def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any, reference: Reference,
-                      config: JudgeConfig, result: EvalResult, clock: _PhaseClock) -> None:
+                      rng: random.Random, config: JudgeConfig, result: EvalResult, clock: _PhaseClock) -> None:
     from kernelgym.judge.result import RuntimeStats
     from kernelgym.judge.timing import timing_lock
 
-    sets = trials[: config.timing_input_sets]
-    with clock("timing"), timing_lock(result.device):
-        reply = child.request({"op": "time", "trials": [t.index for t in sets], "warmup": config.timing_warmup,
-                               "reps": config.timing_reps, "flush_bytes": config.l2_flush_bytes})
+    with clock("timing"):
+        # Fresh seeds: a result cached during the correctness trials can never be replayed here.
+        sets = [_draw_trial(reference, rng, config, len(trials) + i, grad=False)
+                for i in range(config.timing_input_sets)]
+        prep = child.request({"op": "timing_inputs", "sets": [(t.seed, t.distribution) for t in sets]})
+        if "error" in prep:
+            return _finish(result, Status(prep["kind"]), f"before timing: {_first_line(prep['error'])}",
+                           error=prep["error"], fault=prep.get("fault", ""))
+        if prep.get("inputs_digests") != [digest(t.inputs) for t in sets]:
+            result.cheats.append(CheatVerdict("RH-20", "the timing inputs the answer ran on differ from the task's "
+                                              "(input generation was tampered with)", "runtime"))
+        with timing_lock(result.device):
+            reply = child.request({"op": "time", "warmup": config.timing_warmup, "reps": config.timing_reps,
+                                   "flush_bytes": config.l2_flush_bytes})
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",
                        error=reply["error"], fault=reply.get("fault", ""))
@@ -246,13 +267,12 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
         with clock("profile"), timing_lock(result.device):
-            prof = child.request({"op": "profile", "reps": 5})
+            prof = child.request({"op": "profile", "reps": PROFILE_REPS})
         if "error" not in prof:
             result.profile = profile_summary(prof["kernels"], report.kernels)
-            if result.profile.total_device_us > 0 and result.profile.triton_share < config.min_triton_share:
-                result.cheats.append(CheatVerdict(
-                    "RH-03", f"only {result.profile.triton_share:.0%} of device time is in the answer's own Triton "
-                    f"kernels (minimum {config.min_triton_share:.0%})", "runtime"))
+            result.cheats.extend(profile_verdicts(result.profile, PROFILE_REPS, result.runtime, config,
+                                                  share_rule=not torch_ops_allowed(reference.task, config)))
+    result.cheats.extend(physics_floor_verdicts(result.runtime, [t.expected for t in sets], result.gpu_name))
     child.close()  # the candidate is done before the reference is timed on the same GPU
     with clock("reference_timing"):
         ref = reference.times([t.inputs for t in sets], config)

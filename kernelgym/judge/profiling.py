@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from kernelgym.judge.inputs import clone_values
+from kernelgym.judge.inputs import clone_values, varied_copy
 
 
 def profile_kernels(fn: Callable[..., Any], input_sets: list[list[Any]], reps: int) -> list[dict[str, Any]]:
@@ -18,7 +18,8 @@ def profile_kernels(fn: Callable[..., Any], input_sets: list[list[Any]], reps: i
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    args = [clone_values(input_sets[i % len(input_sets)]) for i in range(reps)]
+    # Values never seen before (not even in timing), so a value-keyed cache cannot hide the work.
+    args = [varied_copy(input_sets[i % len(input_sets)], 1000 + i) for i in range(reps)]
     with torch.no_grad():
         fn(*clone_values(input_sets[0]))  # compile/autotune outside the profile
         torch.cuda.synchronize()

@@ -11,7 +11,7 @@ from typing import Any
 
 from kernelgym.judge.compare import compare_outputs
 from kernelgym.judge.config import JudgeConfig
-from kernelgym.judge.result import CheatVerdict, KernelTime, Profile
+from kernelgym.judge.result import CheatVerdict, KernelTime, Profile, RuntimeStats
 
 
 def check_trial_reply(reply: dict[str, Any], index: int, inputs_digest: str) -> list[CheatVerdict]:
@@ -93,3 +93,53 @@ def profile_summary(rows: list[dict[str, Any]], kernels: list[str]) -> Profile:
     total = sum(k.device_us for k in table)
     own = sum(k.device_us for k in table if k.own)
     return Profile(kernels=table[:20], total_device_us=total, triton_share=(own / total) if total else 0.0)
+
+
+PROFILE_REPS = 5  # profiled calls per evaluation
+# Peak HBM bandwidth by GPU name (bytes/s); unknown GPUs get a generous value so nothing honest trips.
+_PEAK_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12, "H800": 3.35e12, "A100": 2.0e12, "B200": 8.0e12,
+                   "B100": 8.0e12, "L40": 0.9e12, "A10": 0.6e12, "4090": 1.0e12}
+_UNKNOWN_BANDWIDTH = 10e12
+_FLOOR_SLACK = 2.0  # outputs that stay in L2 can be written faster than HBM allows
+
+
+def profile_verdicts(profile: Profile, reps: int, runtime: RuntimeStats | None, config: JudgeConfig,
+                     share_rule: bool = True) -> list[CheatVerdict]:
+    """Rules on the profile: too little time in the answer's own kernels (RH-03; off under partial
+    replacement), and more device time per call than the timed window saw, i.e. work that escapes
+    the timing stream (RH-17, RH-18)."""
+    verdicts = []
+    if share_rule and profile.total_device_us > 0 and profile.triton_share < config.min_triton_share:
+        verdicts.append(CheatVerdict(
+            "RH-03", f"only {profile.triton_share:.0%} of device time is in the answer's own Triton kernels "
+            f"(minimum {config.min_triton_share:.0%})", "runtime"))
+    if runtime is not None and profile.total_device_us > 0:
+        per_call_ms = profile.total_device_us / reps / 1000
+        if per_call_ms > 2 * runtime.median_ms + 0.02:
+            verdicts.append(CheatVerdict(
+                "RH-17", f"the profiler saw {per_call_ms:.3f} ms of device work per call but the timed window "
+                f"only {runtime.median_ms:.3f} ms: work runs outside the timed stream", "runtime"))
+    return verdicts
+
+
+def physics_floor_verdicts(runtime: RuntimeStats | None, expected: list[Any], gpu_name: str) -> list[CheatVerdict]:
+    """A call cannot finish before its outputs could be written at peak bandwidth (RH-26)."""
+    if runtime is None:
+        return []
+    out_bytes = max((sum(t.numel() * t.element_size() for t in _tensors(e)) for e in expected), default=0)
+    bandwidth = next((bw for name, bw in _PEAK_BANDWIDTH.items() if name in gpu_name), _UNKNOWN_BANDWIDTH)
+    floor_ms = out_bytes / (bandwidth * _FLOOR_SLACK) * 1000
+    if runtime.median_ms < floor_ms:
+        return [CheatVerdict("RH-26", f"median {runtime.median_ms:.4f} ms is below the physical floor "
+                             f"{floor_ms:.4f} ms for writing {out_bytes / 1e6:.1f} MB of output on {gpu_name}", "runtime")]
+    return []
+
+
+def _tensors(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []

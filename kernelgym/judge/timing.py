@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from kernelgym.judge.inputs import clone_values
+from kernelgym.judge.inputs import clone_values, varied_copy
 
 @contextlib.contextmanager
 def gpu_lock(device: str, exclusive: bool) -> Iterator[None]:
@@ -64,19 +64,31 @@ def time_calls(
     reps: int,
     flush_bytes: int,
 ) -> tuple[list[float], list[float], list[Any]]:
-    """Time `fn` on CUDA. Returns (event ms per call, host wall ms per call, last output per input set)."""
+    """Time `fn` on CUDA. Returns (event ms per call, host wall ms per call, last output per input set).
+
+    Calls cycle over `input_sets`; every call but the last one per set gets its values scaled by a
+    call-specific factor (`varied_copy`), so no call repeats another's values. The last call per set
+    runs on the set as given and its output is returned for validation against expected outputs.
+    """
     k = len(input_sets)
+    total = warmup + reps
     flush = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device="cuda")
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     wall: list[float] = []
     outputs: list[Any] = [None] * k
+
+    def args_for(call: int) -> list[Any]:
+        base = input_sets[call % k]
+        return clone_values(base) if call >= total - k else varied_copy(base, call)
+
     with torch.no_grad():
         for i in range(warmup):
-            fn(*clone_values(input_sets[i % k]))
+            fn(*args_for(i))
         torch.cuda.synchronize()
         for i in range(reps):
-            args = clone_values(input_sets[i % k])
+            call = warmup + i
+            args = args_for(call)
             flush.zero_()
             torch.cuda.synchronize()
             t0 = time.perf_counter()
@@ -85,8 +97,8 @@ def time_calls(
             ends[i].record()
             torch.cuda.synchronize()
             wall.append((time.perf_counter() - t0) * 1e3)
-            if i >= reps - k:
-                outputs[i % k] = out
+            if call >= total - k:
+                outputs[call % k] = out
             del args
     times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
     return times, wall, outputs

@@ -48,6 +48,19 @@ class Task:
         if missing:
             raise TaskError(f"task {self.task_id}: source does not define {', '.join(missing)}")
 
+    def allows_torch_ops(self) -> bool:
+        """Whether the task lets torch ops stay beside the answer's Triton kernels (partial
+        replacement): a module-level `KERNELGYM_ALLOW_TORCH_OPS = True` in its source. Default False."""
+        try:
+            tree = ast.parse(self.source)
+        except SyntaxError:
+            return False
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id == "KERNELGYM_ALLOW_TORCH_OPS" and isinstance(node.value, ast.Constant)):
+                return node.value.value is True
+        return False
+
     def small_overrides(self) -> dict[str, int | float]:
         """Constant overrides for the small size: the task's own dict, else the shrinking heuristic."""
         tree = ast.parse(self.source)

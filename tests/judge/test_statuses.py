@@ -220,7 +220,47 @@ return out
 
 
 def test_changing_global_torch_settings_is_flagged(relu):
-    answer = relu_answer(extra="torch.set_num_threads(1)\ntorch.backends.cuda.matmul.allow_tf32 = True")
+    answer = relu_answer(extra="torch.set_num_threads(torch.get_num_threads() + 1)\ntorch.backends.cuda.matmul.allow_tf32 = True")
     r = judge(relu, answer, JudgeConfig(device="cpu", static_checks=False))
     assert r.status is Status.CHEAT
     assert {c.rule for c in r.cheats} == {"RH-14", "RH-24"}, r.cheats
+
+
+PARTIAL_TASK = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, a, b):
+        return torch.relu(a @ b)
+
+def get_inputs():
+    return [torch.randn(32, 32), torch.randn(32, 32)]
+
+def get_init_inputs():
+    return []
+"""
+PARTIAL_ANSWER = HEADER + RELU_KERNEL + """
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        y = torch.matmul(a, b)
+        out = torch.empty_like(y)
+        relu_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_partial_replacement_is_a_task_or_config_policy():
+    strict = Task("mm_relu", PARTIAL_TASK)
+    lenient = Task("mm_relu", "KERNELGYM_ALLOW_TORCH_OPS = True\n" + PARTIAL_TASK)
+    assert not strict.allows_torch_ops() and lenient.allows_torch_ops()
+    r = judge(strict, PARTIAL_ANSWER, CPU)
+    assert r.status is Status.CHEAT and "RH-01" in {c.rule for c in r.cheats}
+    assert judge(lenient, PARTIAL_ANSWER, CPU).status is Status.OK
+    # the config overrides the task either way
+    allow = JudgeConfig(device="cpu", timeout_s=60, allow_torch_ops=True)
+    assert judge(strict, PARTIAL_ANSWER, allow).status is Status.OK
+    forbid = JudgeConfig(device="cpu", timeout_s=60, allow_torch_ops=False)
+    assert judge(lenient, PARTIAL_ANSWER, forbid).status is Status.CHEAT

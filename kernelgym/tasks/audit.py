@@ -1,0 +1,282 @@
+"""Degenerate-task audit (RH-12): can an answer that computes nothing pass this task?
+
+For each input distribution the judge knows (`task` and `signed`), the reference runs on a few
+seeds and every negative control is compared with its outputs by the judge's own `compare_outputs`:
+
+  * `zeros`        zeros of the output's shape and dtype;
+  * `constant`     the output's global mean as a scalar fill (an oracle: the best any constant does);
+  * `row_mean`     the mean along the last non-trivial dim, broadcast back (axis-uniform outputs);
+  * `identity[i]`  input `i` passed through, reshaped, where its dtype and numel match the output;
+  * `stale`        the output for another seed's inputs, same model: what a cache or leftover
+                   buffer returns;
+  * `reseed`       the reference rebuilt under another init seed on another seed's inputs: a
+                   precomputed tensor shipped with the answer (seed invariance).
+
+A control passes a distribution when it passes every trial of it. The judge cycles its
+`config.distributions` over trials, so a task is degenerate for the judge only when one control
+passes under all of them; one that passes under `task` alone is reported but caught by `signed`.
+Beside the controls, the METR statistics: the fraction of reference values within atol of 0, of
+their mean, and within tolerance of the previous seed's output (METR rejects above 70/70/95%).
+
+The controls and the reference are trusted code, so everything runs in this process.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kernelgym.judge.compare import as_list, compare_outputs, expected_is_finite
+from kernelgym.judge.config import INPUT_DISTRIBUTIONS, JudgeConfig
+from kernelgym.judge.reference import Reference
+from kernelgym.tasks.task import Task, TaskError
+
+# METR's harness errors above these fractions of reference values (RH-12 in THREATS.md).
+METR_THRESHOLDS = {"near_zero": 0.70, "near_mean": 0.70, "near_previous": 0.95}
+# Fixed so that an audit is reproducible; `JudgeConfig.seed` overrides it.
+DEFAULT_AUDIT_SEED = 0x4A0D17
+
+
+@dataclass
+class DegeneracyStats:
+    """Fractions of the reference's output values (all trials of one distribution, all outputs)."""
+
+    near_zero: float  # |e| <= atol
+    near_mean: float  # |e - mean(e)| <= atol, over outputs with more than one value
+    near_previous: float  # |e - e_prev| <= atol + rtol*|e|, e_prev from the previous seed's inputs
+
+
+@dataclass
+class TaskAudit:
+    """What the negative controls did on one task, per input distribution."""
+
+    task_id: str
+    judge_distributions: tuple[str, ...]  # the distributions the judge cycles (config.distributions)
+    passing: dict[str, list[str]] = field(default_factory=dict)  # distribution -> controls passing every trial
+    stats: dict[str, DegeneracyStats] = field(default_factory=dict)  # distribution -> METR statistics
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None  # the TaskError of a task that could not be audited
+
+    @property
+    def degenerate_controls(self) -> list[str]:
+        """Controls that pass under every distribution the judge uses: the judge would reward them."""
+        if self.error:
+            return []
+        sets = [set(self.passing.get(d, [])) for d in self.judge_distributions]
+        return sorted(set.intersection(*sets)) if sets else []
+
+    @property
+    def degenerate(self) -> bool:
+        return bool(self.degenerate_controls)
+
+    @property
+    def task_only_controls(self) -> list[str]:
+        """Controls that pass under the `task` distribution alone but that the judge's mix catches."""
+        return sorted(set(self.passing.get("task", [])) - set(self.degenerate_controls))
+
+    @property
+    def suspicious_stats(self) -> list[str]:
+        """METR statistics over their threshold under every distribution the judge uses."""
+        if self.error or not self.stats:
+            return []
+        return [
+            name for name, limit in METR_THRESHOLDS.items()
+            if all(d in self.stats and getattr(self.stats[d], name) > limit for d in self.judge_distributions)
+        ]
+
+    @property
+    def verdict(self) -> str:
+        """One word: error, degenerate, task-only, suspicious or ok."""
+        if self.error:
+            return "error"
+        if self.degenerate:
+            return "degenerate"
+        if self.task_only_controls:
+            return "task-only"
+        return "suspicious" if self.suspicious_stats else "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form, with the derived verdicts."""
+        d = asdict(self)
+        d.update(verdict=self.verdict, degenerate_controls=self.degenerate_controls,
+                 task_only_controls=self.task_only_controls, suspicious_stats=self.suspicious_stats)
+        return d
+
+
+@dataclass
+class _Trial:
+    inputs: list[Any]
+    expected: Any
+    reseeded: Any  # the reference under another init seed, on another seed's inputs
+
+
+def audit_task(task: Task, config: JudgeConfig, trials: int = 3) -> TaskAudit:
+    """Run every negative control on `task` over `trials` seeds of each input distribution.
+
+    Runs on `config.device` (`auto` means cpu here) at `config.resolved_size` of it: small on cpu.
+    Never raises for a broken task: its `TaskError` is returned in `TaskAudit.error`.
+    """
+    if trials < 2:
+        raise ValueError("audit_task needs trials >= 2: the stale control and statistics compare two seeds")
+    device = "cpu" if config.device == "auto" else config.device
+    size = config.resolved_size(device)
+    rng = random.Random(config.seed if config.seed is not None else DEFAULT_AUDIT_SEED)
+    audit = TaskAudit(task.task_id, tuple(config.distributions))
+    try:
+        reference = Reference(task, size, device, init_seed=rng.getrandbits(62))
+        reseeded = Reference(task, size, device, init_seed=rng.getrandbits(62))
+        for dist in INPUT_DISTRIBUTIONS:
+            drawn = _draw_trials(reference, reseeded, dist, trials, rng, audit.notes)
+            if not any(isinstance(e, torch.Tensor) for e in as_list(drawn[0].expected)):
+                audit.notes.append("no tensor outputs: controls do not apply")
+                audit.passing[dist] = []
+                continue
+            audit.passing[dist] = _passing_controls(drawn, config)
+            audit.stats[dist] = _degeneracy_stats(drawn, config)
+    except TaskError as e:
+        audit.error = str(e)
+    return audit
+
+
+def audit_tasks(tasks: Iterable[Task], config: JudgeConfig, progress: bool = True, trials: int = 3) -> list[TaskAudit]:
+    """`audit_task` over many tasks, with a rich progress bar on stderr when `progress`."""
+    tasks = list(tasks)
+    if not progress:
+        return [audit_task(t, config, trials) for t in tasks]
+    columns = (TextColumn("[bold]audit[/bold] {task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    audits = []
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        job = bar.add_task("", total=len(tasks))
+        for t in tasks:
+            bar.update(job, description=t.task_id)
+            audits.append(audit_task(t, config, trials))
+            bar.advance(job)
+    return audits
+
+
+def audit_table(audits: list[TaskAudit]) -> Table:
+    """One row per task: verdict, the controls passing per distribution, the METR statistics."""
+    counts = {v: sum(a.verdict == v for a in audits) for v in ("degenerate", "task-only", "suspicious", "error")}
+    caption = f"{len(audits)} tasks: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+    table = Table(title="Degenerate-task audit (RH-12)", caption=caption)
+    for name in ("task", "verdict", "passing: task", "passing: judge", "≈0", "≈mean", "≈prev", "notes"):
+        table.add_column(name, justify="right" if name.startswith("≈") else "left")
+    styles = {"error": "red", "degenerate": "bold red", "task-only": "yellow", "suspicious": "yellow", "ok": "green"}
+    for a in audits:
+        stats = [" / ".join(f"{getattr(a.stats[d], s):.0%}" for d in INPUT_DISTRIBUTIONS if d in a.stats)
+                 for s in METR_THRESHOLDS]
+        notes = a.error or "; ".join(a.notes)
+        table.add_row(a.task_id, f"[{styles[a.verdict]}]{a.verdict}[/]", ", ".join(a.passing.get("task", [])) or "-",
+                      ", ".join(a.degenerate_controls) or "-", *stats, notes)
+    return table
+
+
+def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, rng: random.Random,
+                 notes: list[str]) -> list[_Trial]:
+    """Like the judge's trial plan: a `signed` draw whose reference is not finite falls back to `task`."""
+    drawn = []
+    for _ in range(n):
+        used, seed = dist, rng.getrandbits(62)
+        inputs = reference.inputs(seed, used)
+        expected = reference.expected(inputs)
+        if used != "task" and not expected_is_finite(expected):
+            used, seed = "task", rng.getrandbits(62)
+            inputs = reference.inputs(seed, used)
+            expected = reference.expected(inputs)
+            note = f"{dist}: non-finite reference, the judge falls back to task inputs"
+            if note not in notes:
+                notes.append(note)
+        other = reseeded.expected(reseeded.inputs(rng.getrandbits(62), used))
+        drawn.append(_Trial(inputs, expected, other))
+    return drawn
+
+
+def _passing_controls(drawn: list[_Trial], config: JudgeConfig) -> list[str]:
+    """Names of the controls whose output passes `compare_outputs` on every trial."""
+    passed: dict[str, bool] = {}
+    for k, trial in enumerate(drawn):
+        for name, output in _control_outputs(drawn, k).items():
+            ok = output is not None and compare_outputs(trial.expected, output, config).passed
+            passed[name] = passed.get(name, True) and ok
+    return sorted(name for name, ok in passed.items() if ok)
+
+
+def _control_outputs(drawn: list[_Trial], k: int) -> dict[str, Any]:
+    """Every control's answer for trial `k`; None where a control does not apply."""
+    trial = drawn[k]
+    outputs = {
+        "zeros": _map_tensors(trial.expected, torch.zeros_like),
+        "constant": _map_tensors(trial.expected, _constant_fill),
+        "row_mean": _map_tensors(trial.expected, _row_mean),
+        "stale": drawn[(k + 1) % len(drawn)].expected,
+        "reseed": trial.reseeded,
+    }
+    for i, x in enumerate(trial.inputs):
+        outputs[f"identity[{i}]"] = _map_tensors(trial.expected, lambda e, x=x: _passthrough(x, e))
+    return outputs
+
+
+def _map_tensors(expected: Any, fn: Callable[[torch.Tensor], torch.Tensor | None]) -> Any:
+    """`fn` applied to each tensor output (non-tensors copied); None if `fn` refuses any of them."""
+    outs = []
+    for e in as_list(expected):
+        out = fn(e) if isinstance(e, torch.Tensor) else e
+        if out is None:
+            return None
+        outs.append(out)
+    return outs if isinstance(expected, (tuple, list)) else outs[0]
+
+
+def _like(values: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """Float64 `values` in `e`'s dtype: rounded for integer outputs rather than truncated."""
+    return (values if e.is_floating_point() else values.round()).to(e.dtype).contiguous()
+
+
+def _constant_fill(e: torch.Tensor) -> torch.Tensor | None:
+    if e.numel() <= 1:  # a single value is its own mean: the control would be the answer
+        return None
+    return _like(torch.full(e.shape, float(e.double().mean()), dtype=torch.float64, device=e.device), e)
+
+
+def _row_mean(e: torch.Tensor) -> torch.Tensor | None:
+    dims = [d for d in range(e.dim()) if e.shape[d] > 1]
+    if not dims:
+        return None
+    return _like(e.double().mean(dim=dims[-1], keepdim=True).expand(e.shape), e)
+
+
+def _passthrough(x: Any, e: torch.Tensor) -> torch.Tensor | None:
+    if not isinstance(x, torch.Tensor) or x.dtype != e.dtype or x.numel() != e.numel():
+        return None
+    return x.to(e.device).reshape(e.shape)
+
+
+def _degeneracy_stats(drawn: list[_Trial], config: JudgeConfig) -> DegeneracyStats:
+    """METR's three fractions over every finite reference value of every trial."""
+    zero = mean = prev = total = total_mean = 0
+    for k, trial in enumerate(drawn):
+        previous = as_list(drawn[k - 1].expected)
+        for i, e in enumerate(as_list(trial.expected)):
+            if not isinstance(e, torch.Tensor) or e.numel() == 0:
+                continue
+            atol, rtol = config.tolerance(str(e.dtype).removeprefix("torch."))
+            e64 = e.double()
+            finite = torch.isfinite(e64)
+            total += e.numel()
+            zero += int((finite & (e64.abs() <= atol)).sum())
+            if e.numel() > 1 and bool(finite.any()):
+                total_mean += e.numel()
+                mean += int((finite & ((e64 - e64[finite].mean()).abs() <= atol)).sum())
+            p = previous[i] if i < len(previous) else None
+            if isinstance(p, torch.Tensor) and p.shape == e.shape:
+                prev += int((finite & ((e64 - p.double()).abs() <= atol + rtol * e64.abs())).sum())
+    return DegeneracyStats(near_zero=zero / max(total, 1), near_mean=mean / max(total_mean, 1),
+                           near_previous=prev / max(total, 1))

@@ -1,0 +1,65 @@
+"""Pure run-time rules: physics floor, profile coverage and escaped work, input variation, probes."""
+
+import torch
+
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.inputs import swap_probe, varied_copy
+from kernelgym.judge.result import KernelTime, Profile, RuntimeStats
+from kernelgym.judge.runtime_checks import physics_floor_verdicts, profile_verdicts, settings_verdicts
+
+
+def _rt(ms):
+    return RuntimeStats.from_samples([ms])
+
+
+def test_physics_floor_flags_impossible_time_only():
+    out = [torch.empty(64 << 20, dtype=torch.float32)]  # 256 MiB written per call
+    # H100: 268 MB / (3.35 TB/s * 2) = 0.040 ms
+    assert [v.rule for v in physics_floor_verdicts(_rt(0.005), out, "NVIDIA H100 80GB HBM3")] == ["RH-26"]
+    assert physics_floor_verdicts(_rt(0.09), out, "NVIDIA H100 80GB HBM3") == []
+    assert physics_floor_verdicts(None, out, "NVIDIA H100 80GB HBM3") == []
+    # unknown GPUs get a generous bandwidth: 0.02 ms is still possible there
+    assert physics_floor_verdicts(_rt(0.02), out, "Some Future GPU") == []
+
+
+def _profile(own_us, other_us):
+    rows = [KernelTime("k_own", own_us, 5, True), KernelTime("aten_mm", other_us, 5, False)]
+    total = own_us + other_us
+    return Profile(kernels=rows, total_device_us=total, triton_share=own_us / total)
+
+
+def test_profile_share_rule_and_partial_replacement():
+    cfg = JudgeConfig(device="cpu")
+    prof = _profile(own_us=100.0, other_us=900.0)
+    assert [v.rule for v in profile_verdicts(prof, 5, _rt(0.2), cfg)] == ["RH-03"]
+    assert profile_verdicts(prof, 5, _rt(0.2), cfg, share_rule=False) == []
+
+
+def test_profile_sees_work_that_escapes_the_timed_window():
+    cfg = JudgeConfig(device="cpu")
+    prof = _profile(own_us=5000.0, other_us=0.0)  # 1 ms of kernels per call over 5 calls
+    assert [v.rule for v in profile_verdicts(prof, 5, _rt(0.01), cfg)] == ["RH-17"]
+    assert profile_verdicts(prof, 5, _rt(1.1), cfg) == []
+
+
+def test_settings_verdict_codes():
+    v = settings_verdicts(["cuda.matmul.allow_tf32", "num_threads"], "trial 0")
+    assert {x.rule for x in v} == {"RH-14", "RH-24"}
+    assert settings_verdicts([], "trial 0") == []
+
+
+def test_varied_copy_never_repeats_values_and_keeps_structure():
+    x = torch.tril(torch.randn(8, 8))
+    idx = torch.arange(5)
+    a, b = varied_copy([x, idx], 0), varied_copy([x, idx], 1)
+    assert not torch.equal(a[0], x) and not torch.equal(a[0], b[0])
+    assert torch.equal(torch.tril(a[0]), a[0])  # zeros stay zeros
+    assert torch.equal(a[1], idx) and a[1].data_ptr() != idx.data_ptr()
+
+
+def test_swap_probe_is_deterministic_keeps_values_and_changes_positions():
+    x = torch.randn(1000)
+    p1, p2 = swap_probe([x], 7)[0], swap_probe([x], 7)[0]
+    assert torch.equal(p1, p2) and not torch.equal(p1, x)
+    assert torch.equal(p1.sort().values, x.sort().values)  # same multiset: still in the task's domain
+    assert torch.equal(x, x.clone())  # the original is untouched
