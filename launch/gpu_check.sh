@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check in one call: GPU tests, every built-in answer judged at full size, and the
-# judge benchmark. Results land in ${OUT:-gpu_check_out}/. Usage: bash launch/gpu_check.sh [tests|run|bench|all]
+# judge benchmark, and the red-team corpus. Results land in ${OUT:-gpu_check_out}/.
+# Usage: bash launch/gpu_check.sh [tests|run|bench|redteam|all]   (run = the legitimate corpus at full size)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -18,5 +19,9 @@ fi
 if [[ $stage == bench || $stage == all ]]; then
   python -m kernelgym.cli bench judge --device cuda --repeats 10 --jobs "${JOBS:-6}" --no-compile-baseline \
     --json-out "$out/bench_judge.json" 2>&1 | tee "$out/bench.log" || rc=1
+fi
+if [[ $stage == redteam || $stage == all ]]; then
+  python -m kernelgym.cli redteam --device cuda --no-legit --jobs "${JOBS:-6}" --no-compile-baseline \
+    --json-out "$out/redteam.jsonl" 2>&1 | tee "$out/redteam.log" || rc=1
 fi
 exit $rc
