@@ -29,6 +29,7 @@ from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
 from kernelgym.judge.runtime_checks import (
     check_timed_outputs,
     check_trial_reply,
+    constant_output_verdict,
     PROFILE_REPS,
     launch_verdicts,
     physics_floor_verdicts,
@@ -218,6 +219,8 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
         with gpu_lock(result.device, exclusive=False):
             cmp = compare_outputs(t.expected, actual, config)
+            if cmp.passed:
+                result.cheats.extend(constant_output_verdict(t.expected, actual, t.index))
             if t.probe_of is not None and not cmp.passed and compare_outputs(t.probe_of.expected, actual, config).passed:
                 result.cheats.append(CheatVerdict(
                     "RH-11", f"trial {t.index} re-ran trial {t.probe_of.index}'s inputs with a few values swapped and "

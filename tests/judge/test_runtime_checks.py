@@ -63,3 +63,12 @@ def test_swap_probe_is_deterministic_keeps_values_and_changes_positions():
     assert torch.equal(p1, p2) and not torch.equal(p1, x)
     assert torch.equal(p1.sort().values, x.sort().values)  # same multiset: still in the task's domain
     assert torch.equal(x, x.clone())  # the original is untouched
+
+
+def test_constant_output_on_a_near_degenerate_task_is_rh12():
+    from kernelgym.judge.runtime_checks import constant_output_verdict
+
+    expected = torch.randn(64) * 1e-9  # passes against zeros at atol 1e-4
+    assert [v.rule for v in constant_output_verdict(expected, torch.zeros(64), 0)] == ["RH-12"]
+    assert constant_output_verdict(expected, expected.clone(), 0) == []  # honest: varied like the reference
+    assert constant_output_verdict(torch.zeros(64), torch.zeros(64), 0) == []  # the reference is constant too
