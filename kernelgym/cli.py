@@ -61,6 +61,13 @@ def _build_parser() -> argparse.ArgumentParser:
     tl = tsub.add_parser("list", help="list the tasks of a spec")
     tl.add_argument("spec", nargs="?", default="builtin")
     tl.set_defaults(func=_cmd_tasks_list)
+    ta = tsub.add_parser("audit", help="negative controls (zeros, constant, mean, identity, stale) on every task (RH-12)")
+    ta.add_argument("spec", nargs="?", default="builtin", help="task spec: builtin, a file/dir, kernelbench:, hf:")
+    ta.add_argument("--device", default="cpu", help="cpu (small size, default) or cuda (full size)")
+    ta.add_argument("--size", default="auto", choices=["auto", "full", "small"])
+    ta.add_argument("--trials", type=int, default=3, help="seeds per input distribution (>= 2)")
+    ta.add_argument("--json-out", type=Path, default=None, help="also write every audit as JSON lines here")
+    ta.set_defaults(func=_cmd_tasks_audit)
 
     rt = sub.add_parser("redteam", help="run every known exploit and every honest answer through the judge")
     rt.add_argument("--only", default=None, help="one threat code (RH-11) or a substring of exploit file names")
@@ -200,6 +207,24 @@ def _cmd_tasks_list(args: argparse.Namespace) -> int:
         table.add_row(t.task_id, "" if t.level is None else str(t.level), t.origin)
     console.print(table)
     return 0
+
+
+def _cmd_tasks_audit(args: argparse.Namespace) -> int:
+    from kernelgym.tasks.audit import audit_table, audit_tasks
+    from kernelgym.tasks.loaders import resolve_tasks
+
+    if args.trials < 2:
+        raise UsageError("--trials must be at least 2 (the stale control compares two seeds)")
+    tasks = resolve_tasks(args.spec)
+    if not tasks:
+        raise UsageError(f"task spec {args.spec!r} names no tasks")
+    audits = audit_tasks(tasks, JudgeConfig(device=args.device, size=args.size), trials=args.trials)
+    console.print(audit_table(audits))
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text("".join(json.dumps(a.to_dict()) + "\n" for a in audits))
+    bad = [a for a in audits if a.verdict in ("degenerate", "error")]
+    return 1 if bad else 0
 
 
 def _cmd_bench_judge(args: argparse.Namespace) -> int:

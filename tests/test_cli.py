@@ -37,3 +37,36 @@ def test_run_judges_builtin_answers_and_prints_a_table(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1/1 ok" in p.stdout and "relu" in p.stdout
     assert json.loads(out.read_text().splitlines()[0])["status"] == "ok"
+
+
+DEGENERATE_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 1e-9
+
+def get_inputs():
+    return [torch.randn(16, 16)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_tasks_audit_flags_a_degenerate_task_and_exits_1(tmp_path):
+    (tmp_path / "tiny.py").write_text(DEGENERATE_TASK)
+    res = run_cli("tasks", "audit", str(tmp_path), "--json-out", str(tmp_path / "audit.jsonl"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    row = json.loads((tmp_path / "audit.jsonl").read_text())
+    assert row["task_id"] == "tiny" and "zeros" in json.dumps(row)
+    assert "degenerate" in res.stdout
+
+
+def test_redteam_on_one_threat_prints_the_table():
+    res = run_cli("redteam", "--device", "cpu", "--no-legit", "--only", "rh01_matmul_passthrough", "--jobs", "1")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "RH-01" in res.stdout and "caught without static rules" in res.stdout
+    res = run_cli("redteam", "--no-legit", "--no-exploits")
+    assert res.returncode == 2 and "nothing to run" in res.stderr

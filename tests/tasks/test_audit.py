@@ -1,0 +1,120 @@
+import json
+
+import pytest
+from rich.console import Console
+
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.tasks import Task, load_builtin
+from kernelgym.tasks.audit import audit_table, audit_task, audit_tasks
+
+CPU = JudgeConfig(device="cpu")
+
+
+def _task(forward: str, inputs: str = "torch.randn(batch_size, dim)", init: str = "",
+          task_id: str = "t") -> Task:
+    """A small task whose forward body is `forward` (a `return ...` expression of x)."""
+    source = f'''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init or "pass"}
+    def forward(self, x):
+        return {forward}
+
+batch_size = 8
+dim = 300
+KERNELGYM_SMALL = {{"batch_size": 8, "dim": 300}}
+
+def get_inputs():
+    return [{inputs}]
+
+def get_init_inputs():
+    return []
+'''
+    return Task(task_id=task_id, source=source)
+
+
+def test_tiny_output_is_degenerate_for_zeros_and_flagged_by_the_metr_statistic():
+    audit = audit_task(_task("x * 1e-9"), CPU)
+    assert audit.degenerate
+    assert {"zeros", "constant", "row_mean", "stale", "reseed"} <= set(audit.degenerate_controls)
+    assert audit.stats["task"].near_zero == 1.0
+    assert "near_zero" in audit.suspicious_stats
+    assert audit.verdict == "degenerate"
+
+
+def test_model_returning_zeros_is_degenerate():
+    audit = audit_task(_task("torch.zeros_like(x)"), CPU)
+    assert "zeros" in audit.degenerate_controls
+
+
+def test_mean_of_softmax_passes_the_constant_control_but_not_zeros():
+    audit = audit_task(_task("torch.softmax(x, dim=-1).mean(dim=-1)"), CPU)  # every value is 1/dim
+    assert {"constant", "stale", "reseed"} <= set(audit.degenerate_controls)
+    assert "zeros" not in audit.degenerate_controls
+    assert audit.stats["signed"].near_mean == 1.0
+
+
+def test_row_uniform_output_passes_only_the_row_mean_control_among_the_statistics():
+    audit = audit_task(_task("x.mean(dim=-1, keepdim=True).expand_as(x).contiguous()"), CPU)
+    assert "row_mean" in audit.degenerate_controls
+    assert "constant" not in audit.degenerate_controls
+    assert "stale" not in audit.degenerate_controls
+
+
+def test_output_that_ignores_the_input_is_stale_but_not_seed_invariant():
+    audit = audit_task(_task("self.w.expand_as(x) + 0 * x", init="self.w = nn.Parameter(torch.randn(300))"), CPU)
+    assert "stale" in audit.degenerate_controls  # a cache of the last output passes
+    assert "reseed" not in audit.degenerate_controls  # but the weights come from the secret init seed
+
+
+def test_relu_on_non_negative_inputs_is_identity_even_under_signed_inputs():
+    # `signed` folds to |.| where the task's tensor was non-negative, so relu stays the identity.
+    audit = audit_task(_task("torch.relu(x)", inputs="torch.rand(batch_size, dim)"), CPU)
+    assert "identity[0]" in audit.passing["task"]
+    assert audit.degenerate_controls == ["identity[0]"]
+
+
+def test_clamp_to_unit_interval_on_rand_is_identity_under_task_only():
+    audit = audit_task(_task("torch.clamp(x, 0.0, 1.0)", inputs="torch.rand(batch_size, dim)"), CPU)
+    assert audit.passing["task"] == ["identity[0]"]
+    assert audit.passing["signed"] == []
+    assert not audit.degenerate
+    assert audit.task_only_controls == ["identity[0]"]
+    assert audit.verdict == "task-only"
+    only_task = audit_task(_task("torch.clamp(x, 0.0, 1.0)", inputs="torch.rand(batch_size, dim)"),
+                           JudgeConfig(device="cpu", distributions=("task",)))
+    assert only_task.degenerate_controls == ["identity[0]"]
+
+
+@pytest.mark.parametrize("task_id", ["softmax", "matmul_square", "relu", "argmax_dim"])
+def test_healthy_builtin_tasks_pass_no_control(task_id):
+    audit = audit_task(load_builtin(task_id)[0], CPU)
+    assert audit.error is None
+    assert audit.passing == {"task": [], "signed": []}
+    assert audit.verdict == "ok"
+
+
+def test_audit_is_reproducible_and_serialisable():
+    task = load_builtin("softmax")[0]
+    a, b = audit_task(task, CPU), audit_task(task, CPU)
+    assert a.to_dict() == b.to_dict()
+    assert json.loads(json.dumps(a.to_dict()))["verdict"] == "ok"
+
+
+def test_broken_task_is_reported_not_raised_and_the_table_renders():
+    broken = _task("x.no_such_method()", task_id="broken")
+    audits = audit_tasks([broken, _task("x * 1e-9", task_id="tiny")], CPU, progress=False)
+    assert audits[0].verdict == "error" and "Model.forward failed" in audits[0].error
+    assert audits[1].verdict == "degenerate"
+    console = Console(width=200, record=True)
+    console.print(audit_table(audits))
+    text = console.export_text()
+    assert "broken" in text and "degenerate" in text and "2 tasks: 1 degenerate" in text
+
+
+def test_one_trial_is_refused():
+    with pytest.raises(ValueError, match="trials >= 2"):
+        audit_task(_task("x"), CPU, trials=1)
