@@ -66,6 +66,7 @@ class _Session:
 
     # -- load: import the candidate and build ModelNew(*init_inputs) under the shared seed ------
     def op_load(self, msg: dict) -> dict:
+        import gc
         import importlib.util
         import inspect
 
@@ -75,11 +76,12 @@ class _Session:
 
         self.device = msg["device"]
         self.code_path = msg["code_path"]
-        from kernelgym.tasks.task import Task
+        from kernelgym.tasks.task import Task, inputs_only_source
 
         # The task module is built before the candidate is imported; only its input functions are kept.
-        task_module = Task(task_id="task", source=msg["task_source"]).load_module(msg["task_size"])
-        self.get_task_inputs = _InputSource(task_module)
+        source = inputs_only_source(msg["task_source"])
+        self.get_task_inputs = _InputSource(Task(task_id="task", source=source).load_module(msg["task_size"]))
+        gc.collect()
         self.recorder = LaunchRecorder(self.MODULE_NAME)
         self.recorder.install()
         self.settings = global_settings()
@@ -130,11 +132,22 @@ class _Session:
         if msg.get("probe_seed") is not None:
             cpu_inputs = swap_probe(cpu_inputs, msg["probe_seed"])
         inputs_digest = digest(cpu_inputs)
-        inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in cpu_inputs]
-        self.trial_inputs[msg["index"]] = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+        kept = self.trial_inputs.get(msg.get("probe_of", -1))
+        if kept is not None:
+            # The probe writes its values into the very tensors trial 0 used: same objects, same
+            # addresses, so caches keyed on id() or data_ptr() are probed too.
+            for dst, src in zip(kept, cpu_inputs):
+                if isinstance(dst, torch.Tensor):
+                    dst.copy_(src)
+            inputs = [src if not isinstance(dst, torch.Tensor) else dst for dst, src in zip(kept, cpu_inputs)]
+        else:
+            inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in cpu_inputs]
+        if msg["index"] == 0:
+            self.trial_inputs = {0: inputs}
         before = [_fingerprint(v) for v in inputs]
         threads_before = threading.active_count()
         _poison(self.device, msg.get("poison_bytes", 0))
+        self.recorder.ghost = bool(msg.get("ghost"))
         try:
             with torch.set_grad_enabled(msg["grad"]):
                 out = self.model(*inputs)
@@ -142,6 +155,8 @@ class _Session:
                 torch.cuda.synchronize()
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="forward")
+        finally:
+            self.recorder.ghost = False
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         bad_types = [type(o).__name__ for o in outs if isinstance(o, torch.Tensor) and type(o) is not torch.Tensor]
         aliased = any(_overlaps(o, i) for o in outs for i in inputs)

@@ -206,7 +206,8 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         # proves it by their digest. Expected outputs stay here.
         with gpu_lock(result.device, exclusive=False):
             reply = child.request({"op": "trial", "index": t.index, "seed": t.seed, "distribution": t.distribution,
-                                   "grad": t.grad, "poison_bytes": poison, "probe_seed": t.probe_seed})
+                                   "grad": t.grad, "poison_bytes": poison, "probe_seed": t.probe_seed,
+                                   "probe_of": t.probe_of.index if t.probe_of is not None else None})
         if "error" in reply:
             result.trials.append(TrialResult(t.index, t.label, t.grad, False, message=_first_line(reply["error"])))
             _finish(result, Status(reply["kind"]), f"trial {t.index}: {_first_line(reply['error'])}",
@@ -229,6 +230,8 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
                                          cmp.max_rel_error, cmp.mismatched, cmp.total, cmp.message))
     grads_run = {t.grad for t in trials}
     result.cheats.extend(launch_verdicts(launches_by_grad, grads_run, report.kernels))
+    if not result.cheats and all(t.passed for t in result.trials):
+        result.cheats.extend(_ghost_replay(child, trials, config, result.device))
     result.kernels_launched = sorted({k for d in launches_by_grad.values() for k in d})
     if result.cheats:
         rules = ", ".join(sorted({c.rule for c in result.cheats}))
@@ -242,6 +245,28 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         return False
     result.correct = True
     return True
+
+
+def _ghost_replay(child: CandidateProcess, trials: list[_Trial], config: JudgeConfig, device: str) -> list[CheatVerdict]:
+    """Re-run a trial with the answer's Triton kernels turned into no-ops: if the output is still
+    right, the kernels are decoys (RH-02). Trial 1 is used, not the last one run, so memory left
+    over from the previous call cannot hold the right answer."""
+    plain = [t for t in trials if t.probe_of is None]
+    if len(plain) < 2:
+        return []
+    t = plain[1]
+    poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
+    with gpu_lock(device, exclusive=False):
+        reply = child.request({"op": "trial", "index": -1, "seed": t.seed, "distribution": t.distribution,
+                               "grad": False, "poison_bytes": poison, "ghost": True})
+        if "error" in reply:
+            return []  # the answer needs its kernels: what it should do
+        outputs = reply.get("outputs", [])
+        actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
+        if compare_outputs(t.expected, actual, config).passed:
+            return [CheatVerdict("RH-02", "the output stays correct with the answer's Triton kernels disabled: "
+                                 "they do not compute it", "runtime")]
+    return []
 
 
 def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any, reference: Reference,

@@ -16,6 +16,7 @@ class LaunchRecorder:
     def __init__(self, module_name: str) -> None:
         self.module_name = module_name
         self.counts: Counter[str] = Counter()
+        self.ghost = False  # when set, launches of the answer's kernels are skipped (RH-02 replay)
 
     def install(self) -> None:
         from triton.runtime.interpreter import InterpretedFunction
@@ -30,9 +31,13 @@ class LaunchRecorder:
 
         def run(self, *args, **kwargs):  # noqa: ANN001 - mirrors Triton's signature
             fn = getattr(self, "fn", None)
-            if getattr(fn, "__module__", None) == recorder.module_name:
+            own = getattr(fn, "__module__", None) == recorder.module_name
+            if own and recorder.ghost:
+                return None  # ghost replay: the answer's kernels do nothing
+            result = original(self, *args, **kwargs)
+            if own:  # counted once it returned: a launch that raises (RH-04 fallbacks) is no evidence
                 recorder.counts[fn.__name__] += 1
-            return original(self, *args, **kwargs)
+            return result
 
         cls.run = run
 

@@ -99,6 +99,15 @@ class Task:
         return module
 
 
+def inputs_only_source(source: str) -> str:
+    """The task's source without its reference `Model` class: what the untrusted child may execute
+    to regenerate inputs. Nothing of the reference is left for an answer to find (RH-05)."""
+    tree = ast.parse(source)
+    tree.body = [n for n in tree.body if not (isinstance(n, ast.ClassDef) and n.name == "Model")]
+    tree.body.append(ast.parse("class Model:\n    pass").body[0])  # keeps validate() happy; inert
+    return ast.unparse(tree)
+
+
 def _shrink(v: int) -> int:
     while v > _SMALL_CAP:
         v //= 2
