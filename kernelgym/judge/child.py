@@ -28,12 +28,15 @@ def main() -> None:
     import torch  # noqa: F401
     import triton  # noqa: F401
 
-    from kernelgym.judge import protocol
+    from kernelgym.judge import profiling, protocol, timing
 
+    # Bound before the candidate exists: patching the module attributes later changes nothing here.
+    send, recv = protocol.send, protocol.recv
+    _TRUSTED.update(time_calls=timing.time_calls, profile_kernels=profiling.profile_kernels)
     session = _Session()
     while True:
         try:
-            msg = protocol.recv(in_fd, max_bytes=1 << 40)
+            msg = recv(in_fd, max_bytes=1 << 40)
         except protocol.ChannelClosed:
             return
         op = msg.get("op")
@@ -47,7 +50,10 @@ def main() -> None:
                 reply = handler(msg)
             except BaseException as e:  # noqa: BLE001 - e.g. CUDA OOM while regenerating inputs: a verdict, not a death
                 reply = session._error(e, phase=str(op))
-        protocol.send(out_fd, reply)
+        send(out_fd, reply)
+
+
+_TRUSTED: dict = {}  # harness functions captured before the answer is imported
 
 
 class _Session:
@@ -62,12 +68,14 @@ class _Session:
         self.timed_outputs: list = []
         self.trial_inputs: dict[int, list] = {}
         self.settings: dict[str, object] = {}
+        self.harness: dict[str, tuple[int, int]] = {}
         self.get_task_inputs = None
 
     # -- load: import the candidate and build ModelNew(*init_inputs) under the shared seed ------
     def op_load(self, msg: dict) -> dict:
         import gc
         import importlib.util
+        import threading
         import inspect
 
         import torch
@@ -85,6 +93,8 @@ class _Session:
         self.recorder = LaunchRecorder(self.MODULE_NAME)
         self.recorder.install()
         self.settings = global_settings()
+        self.harness = harness_snapshot()
+        threads_before = threading.active_count()
         try:
             spec = importlib.util.spec_from_file_location(self.MODULE_NAME, self.code_path)
             module = importlib.util.module_from_spec(spec)
@@ -118,7 +128,8 @@ class _Session:
         self.recorder.take()
         if self.device != "cpu":
             _warm_profiler()  # CUPTI start-up takes seconds: pay it here, not under the timing lock
-        return {"ok": True, "settings_changed": self._settings_changed()}
+        return {"ok": True, "settings_changed": self._settings_changed(), "harness_changed": self._harness_changed(),
+                "thread_delta": threading.active_count() - threads_before}
 
     # -- trial: one correctness run on inputs the parent just revealed -------------------------
     def op_trial(self, msg: dict) -> dict:
@@ -159,6 +170,8 @@ class _Session:
             self.recorder.ghost = False
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         bad_types = [type(o).__name__ for o in outs if isinstance(o, torch.Tensor) and type(o) is not torch.Tensor]
+        bad_types += [f"Tensor with instance attributes {sorted(vars(o))[:3]}" for o in outs
+                      if type(o) is torch.Tensor and vars(o)]  # e.g. out.detach = lazy_fn (RH-19)
         aliased = any(_overlaps(o, i) for o in outs for i in inputs)
         mutated = [_fingerprint(v) for v in inputs] != before
         reply = {
@@ -168,12 +181,14 @@ class _Session:
             "mutated": mutated,
             "thread_delta": threading.active_count() - threads_before,
             "settings_changed": self._settings_changed(),
+            "harness_changed": self._harness_changed(),
             "launches": self.recorder.take(),
             "is_sequence": isinstance(out, (tuple, list)),
         }
         try:
             reply["outputs"] = [
-                o.detach().to("cpu").clone() if type(o) is torch.Tensor else (o if _plain(o) else repr(o)[:200])
+                torch.Tensor.detach(o).to("cpu").clone() if type(o) is torch.Tensor and not vars(o)
+                else (o if _plain(o) else repr(o)[:200])
                 for o in outs
             ]
         except BaseException as e:  # noqa: BLE001 - e.g. an illegal address surfacing on the copy
@@ -193,29 +208,33 @@ class _Session:
         return {"inputs_digests": digests}
 
     def op_time(self, msg: dict) -> dict:
-        from kernelgym.judge.timing import time_calls
-
         sets = self.timing_sets  # the profile reuses them: no second transfer
         try:
-            times, wall, self.timed_outputs = time_calls(self.model, sets, msg["warmup"], msg["reps"],
-                                                         msg["flush_bytes"])
+            times, wall, self.timed_outputs = _TRUSTED["time_calls"](self.model, sets, msg["warmup"], msg["reps"],
+                                                                     msg["flush_bytes"])
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="timing")
-        return {"times_ms": times, "wall_ms": wall, "launches": self.recorder.take()}
+        return {"times_ms": times, "wall_ms": wall, "launches": self.recorder.take(),
+                "harness_changed": self._harness_changed()}
 
     def op_timed_outputs(self, msg: dict) -> dict:
         """Outputs of the last timed call per input set, fetched after the timing lock is released."""
-        return {"outputs": [[o.detach().cpu() for o in (out if isinstance(out, (tuple, list)) else [out])]
+        import torch
+
+        return {"outputs": [[torch.Tensor.detach(o).cpu() if type(o) is torch.Tensor and not vars(o) else repr(o)[:200]
+                             for o in (out if isinstance(out, (tuple, list)) else [out])]
                             for out in self.timed_outputs]}
 
     def op_profile(self, msg: dict) -> dict:
-        from kernelgym.judge.profiling import profile_kernels
-
         sets = self.timing_sets
         try:
-            return {"kernels": profile_kernels(self.model, sets, msg["reps"])}
+            return {"kernels": _TRUSTED["profile_kernels"](self.model, sets, msg["reps"])}
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="profile")
+
+    def _harness_changed(self) -> list[str]:
+        now = harness_snapshot()
+        return sorted(k for k in self.harness if now.get(k) != self.harness[k])
 
     def _settings_changed(self) -> list[str]:
         now = global_settings()
@@ -243,12 +262,80 @@ class _InputSource:
         return make_inputs(self._module, seed, distribution)
 
 
+_HARNESS = (
+    ("kernelgym.judge.timing", ("time_calls", "gpu_lock", "timing_lock")),
+    ("kernelgym.judge.profiling", ("profile_kernels",)),
+    ("kernelgym.judge.protocol", ("send", "recv")),
+    ("kernelgym.judge.inputs", ("make_inputs", "digest", "varied_copy", "clone_values", "swap_probe")),
+    ("kernelgym.judge.launch_hook", ("LaunchRecorder",)),
+    ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "_fingerprint", "_overlaps")),
+    ("torch.cuda", ("synchronize", "Event")),
+    ("torch", ("manual_seed", "randn", "rand", "randint", "empty", "no_grad", "set_grad_enabled")),
+    ("time", ("perf_counter",)),
+    ("triton.runtime.jit", ("JITFunction",)),
+)
+
+
+def harness_snapshot() -> dict[str, tuple[int, int]]:
+    """Identity of the functions the child's own measurements and reports rely on (RH-20, RH-25):
+    the object and its code (or, for classes, their method table) must not change after the
+    answer is imported. An early reject only: the parent never trusts the child's numbers alone."""
+    import importlib
+
+    snap = {}
+    for mod_name, names in _HARNESS:
+        mod = importlib.import_module(mod_name)
+        for name in names:
+            obj = getattr(mod, name, None)
+            if isinstance(obj, type):
+                inner = hash(tuple(sorted((k, id(v)) for k, v in vars(obj).items())))
+            else:
+                inner = id(getattr(obj, "__code__", None))
+            snap[f"{mod_name}.{name}"] = (id(obj), inner)
+    for cls_name, cls_path in (("Event", "torch.cuda"),):
+        cls = getattr(importlib.import_module(cls_path), cls_name)
+        for meth in ("record", "elapsed_time", "synchronize"):
+            snap[f"{cls_path}.{cls_name}.{meth}"] = (id(getattr(cls, meth, None)), 0)
+    return snap
+
+
 def global_settings() -> dict[str, object]:
     """Process-wide torch settings an answer could flip to downcast precision (RH-14) or to slow a
     baseline timed beside it (RH-24). Snapshotted before the answer is imported."""
     import torch
 
     b = torch.backends
+    settings = {name: _read_setting(path) for name, path in _NEW_PRECISION_API.items()}
+    try:
+        settings.update(_legacy_settings(torch, b))
+    except RuntimeError as e:  # torch refuses legacy reads once the new fp32_precision API was written
+        settings["legacy_precision_api"] = f"unreadable: {e}"[:80]
+    return settings
+
+
+_NEW_PRECISION_API = {
+    "fp32_precision": "torch.backends.fp32_precision",
+    "cuda.matmul.fp32_precision": "torch.backends.cuda.matmul.fp32_precision",
+    "cudnn.fp32_precision": "torch.backends.cudnn.fp32_precision",
+    "cudnn.conv.fp32_precision": "torch.backends.cudnn.conv.fp32_precision",
+    "cudnn.rnn.fp32_precision": "torch.backends.cudnn.rnn.fp32_precision",
+    "mkldnn.fp32_precision": "torch.backends.mkldnn.fp32_precision",
+}
+
+
+def _read_setting(path: str) -> object:
+    import torch
+
+    obj: object = torch
+    try:
+        for part in path.split(".")[1:]:
+            obj = getattr(obj, part)
+    except Exception:  # noqa: BLE001 - absent on this torch version
+        return None
+    return obj
+
+
+def _legacy_settings(torch, b) -> dict[str, object]:  # noqa: ANN001
     return {
         "cuda.matmul.allow_tf32": b.cuda.matmul.allow_tf32,
         "cudnn.allow_tf32": b.cudnn.allow_tf32,

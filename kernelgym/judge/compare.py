@@ -24,13 +24,19 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
-def compare_outputs(expected: Any, actual: Any, config: JudgeConfig) -> Comparison:
-    """Element-wise |a - e| <= atol + rtol*|e| by dtype; NaN/Inf in the answer never pass."""
+def compare_outputs(expected: Any, actual: Any, config: JudgeConfig, scaled: bool = False) -> Comparison:
+    """Element-wise |a - e| <= atol + rtol*|e| by dtype; NaN/Inf in the answer never pass.
+
+    `scaled` is the robustness check used for `wide` inputs (values in the hundreds): atol is
+    multiplied by the mean |expected| when that is above 1, and up to 1 % of the values may miss
+    it, because rounding error grows with the data and large logits make attention-like tasks
+    ill-conditioned. A NaN/Inf where the reference is finite still fails: that is what kernels
+    that skip a numerically needed step (softmax without the max) produce (RH-13)."""
     exp, act = as_list(expected), as_list(actual)
     if len(exp) != len(act):
         return Comparison(False, None, None, 0, 0, f"expected {len(exp)} output(s), got {len(act)}")
     worst_abs = worst_rel = 0.0
-    mismatched = total = 0
+    mismatched = total = nonfinite = 0
     messages = []
     for i, (e, a) in enumerate(zip(exp, act)):
         label = f"output {i}" if len(exp) > 1 else "output"
@@ -56,6 +62,8 @@ def compare_outputs(expected: Any, actual: Any, config: JudgeConfig) -> Comparis
             continue
         atol, rtol = config.tolerance(str(e.dtype).removeprefix("torch."))
         e64, a64 = e.double(), a.double()
+        if scaled:
+            atol *= max(1.0, float(e64.abs().mean()))
         finite = torch.isfinite(a64)
         diff = (a64 - e64).abs()
         ok = finite & (diff <= atol + rtol * e64.abs())
@@ -65,10 +73,11 @@ def compare_outputs(expected: Any, actual: Any, config: JudgeConfig) -> Comparis
         worst_abs = max(worst_abs, float(fin_diff.max()))
         worst_rel = max(worst_rel, float((fin_diff / e64.abs().clamp_min(atol)).max()))
         if not bool(finite.all()):
+            nonfinite += int((~finite).sum())
             messages.append(f"{label}: {int((~finite).sum())} NaN/Inf values")
         if bad:
             messages.append(f"{label}: {bad} of {e.numel()} values outside atol={atol:g}, rtol={rtol:g}")
-    passed = mismatched == 0
+    passed = mismatched == 0 or (scaled and nonfinite == 0 and mismatched <= 0.01 * total)
     msg = "; ".join(messages) if messages else ("match" if passed else "mismatch")
     if not passed and worst_abs:
         msg += f" (max abs error {worst_abs:.3g}, max rel error {worst_rel:.3g})"

@@ -12,7 +12,7 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-2, 1e-2),
     "bfloat16": (2e-2, 2e-2),
 }
-INPUT_DISTRIBUTIONS = ("task", "signed")
+INPUT_DISTRIBUTIONS = ("task", "signed", "wide")
 
 
 @dataclass

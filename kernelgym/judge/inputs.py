@@ -4,6 +4,7 @@ assumptions a candidate may make about uniform [0, 1) data (RH-12, RH-13, RH-15)
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 import types
 from typing import Any
@@ -13,6 +14,9 @@ import threading
 import torch
 
 _SIGNED_SALT = 0x5EED
+# Standard deviation ranges (log-uniform) of the non-task distributions. `wide` reaches values in
+# the hundreds: kernels that drop numerically needed steps (softmax without the max) overflow (RH-13).
+_SCALES = {"signed": (0.5, 2.0), "wide": (32.0, 128.0)}
 # torch's default RNG is process-global: judges running in threads must not interleave between
 # seeding it and drawing from it, or the parent's inputs and weights stop matching the child's.
 SEEDED_RNG_LOCK = threading.RLock()
@@ -30,9 +34,10 @@ def make_init_inputs(module: types.ModuleType, seed: int) -> list[Any]:
 
 
 def make_inputs(module: types.ModuleType, seed: int, distribution: str) -> list[Any]:
-    """The task's inputs for `seed`, transformed by `distribution` (`task` or `signed`).
+    """The task's inputs for `seed`, transformed by `distribution` (`task`, `signed` or `wide`).
 
-    `signed` replaces every floating tensor with N(m, s) values (m in [-1, 1], s in [0.5, 2]),
+    `signed` replaces every floating tensor with N(m, s) values (m in [-1, 1], s in [0.5, 2];
+    `wide`: s in [32, 128]),
     folded to |.| where the task's tensor was non-negative so domains such as log() stay valid.
     """
     with SEEDED_RNG_LOCK:
@@ -40,13 +45,14 @@ def make_inputs(module: types.ModuleType, seed: int, distribution: str) -> list[
         inputs = list(module.get_inputs())
     if distribution == "task":
         return inputs
-    if distribution != "signed":
+    if distribution not in _SCALES:
         raise ValueError(f"unknown input distribution {distribution!r}")
+    low, high = _SCALES[distribution]
     gen = torch.Generator().manual_seed(seed ^ _SIGNED_SALT)
     out = []
     for t in inputs:
         if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
-            scale = float(torch.empty(1).uniform_(0.5, 2.0, generator=gen))
+            scale = math.exp(float(torch.empty(1).uniform_(math.log(low), math.log(high), generator=gen)))
             shift = float(torch.empty(1).uniform_(-1.0, 1.0, generator=gen))
             r = torch.randn(t.shape, generator=gen, dtype=torch.float32) * scale + shift
             if bool((t >= 0).all()):

@@ -31,11 +31,12 @@ from kernelgym.judge.runtime_checks import (
     check_trial_reply,
     constant_output_verdict,
     PROFILE_REPS,
+    harness_verdicts,
     launch_verdicts,
+    load_verdicts,
     physics_floor_verdicts,
     profile_summary,
     profile_verdicts,
-    settings_verdicts,
 )
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.timing import gpu_lock
@@ -140,12 +141,17 @@ def _evaluate(scratch: Path, code: str, report: Any, reference: Reference, rng: 
     code_path.write_text(code, encoding="utf-8")
     deadline = time.monotonic() + config.timeout_s
     mem = int(config.cpu_memory_gb * (1 << 30)) if result.device == "cpu" else 0
+    child = CandidateProcess(scratch, result.device, deadline, config.max_log_bytes, config.max_message_bytes, mem)
     try:
-        with CandidateProcess(scratch, result.device, deadline, config.max_log_bytes,
-                              config.max_message_bytes, mem) as child:
+        with child:
             _run(child, code_path, report, reference, rng, config, result, clock)
     except ChildFailed as f:
         _finish(result, Status(f.status), f.message, error=trim_text(f.message), fault=f.fault)
+    if child.leftovers:
+        result.correct = False
+        result.cheats.append(CheatVerdict("RH-27", f"the answer left {child.leftovers} process(es) running outside "
+                                          "its process group (killed)", "runtime"))
+        _finish(result, Status.CHEAT, f"rejected by threat rule RH-27: {result.cheats[-1].reason}")
 
 
 def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Reference, rng: random.Random,
@@ -162,7 +168,7 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
         return _finish(result, Status(reply["kind"]), _first_line(reply["error"]), error=reply["error"],
                        fault=reply.get("fault", ""))
     result.compiled = True
-    result.cheats.extend(settings_verdicts(reply.get("settings_changed", []), "importing and building ModelNew"))
+    result.cheats.extend(load_verdicts(reply))
     with clock("correctness"):
         if not _correctness(child, trials, report, config, result):
             return None
@@ -219,10 +225,11 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         outputs = reply.get("outputs", [])
         actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
         with gpu_lock(result.device, exclusive=False):
-            cmp = compare_outputs(t.expected, actual, config)
+            cmp = compare_outputs(t.expected, actual, config, scaled=t.distribution == "wide")
             if cmp.passed:
                 result.cheats.extend(constant_output_verdict(t.expected, actual, t.index))
-            if t.probe_of is not None and not cmp.passed and compare_outputs(t.probe_of.expected, actual, config).passed:
+            if t.probe_of is not None and not cmp.passed and compare_outputs(t.probe_of.expected, actual, config,
+                                                                                  scaled=t.distribution == "wide").passed:
                 result.cheats.append(CheatVerdict(
                     "RH-11", f"trial {t.index} re-ran trial {t.probe_of.index}'s inputs with a few values swapped and "
                     "got trial 0's output back: the answer returns a cached result", "runtime"))
@@ -263,7 +270,7 @@ def _ghost_replay(child: CandidateProcess, trials: list[_Trial], config: JudgeCo
             return []  # the answer needs its kernels: what it should do
         outputs = reply.get("outputs", [])
         actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
-        if compare_outputs(t.expected, actual, config).passed:
+        if compare_outputs(t.expected, actual, config, scaled=t.distribution == "wide").passed:
             return [CheatVerdict("RH-02", "the output stays correct with the answer's Triton kernels disabled: "
                                  "they do not compute it", "runtime")]
     return []
@@ -291,6 +298,7 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",
                        error=reply["error"], fault=reply.get("fault", ""))
+    result.cheats.extend(harness_verdicts(reply, "timing"))
     result.cheats.extend(check_timed_outputs(child.request({"op": "timed_outputs"}), sets, config))
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
@@ -300,7 +308,7 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
             result.profile = profile_summary(prof["kernels"], report.kernels)
             result.cheats.extend(profile_verdicts(result.profile, PROFILE_REPS, result.runtime, config,
                                                   share_rule=not torch_ops_allowed(reference.task, config)))
-    result.cheats.extend(physics_floor_verdicts(result.runtime, [t.expected for t in sets], result.gpu_name))
+    result.cheats.extend(physics_floor_verdicts(result.runtime, [(t.inputs, t.expected) for t in sets], result.gpu_name))
     child.close()  # the candidate is done before the reference is timed on the same GPU
     with clock("reference_timing"):
         ref = reference.times([t.inputs for t in sets], config)

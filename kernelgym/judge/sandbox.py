@@ -8,6 +8,7 @@ environment without credentials, capped output, and a wall-clock deadline.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -45,6 +46,11 @@ class CandidateProcess:
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
         env = _child_env(scratch, device)
+        # Every descendant inherits this marker, so one that escapes the process group (setsid,
+        # double fork) is still found and killed when the evaluation ends (RH-27).
+        self.marker = secrets.token_hex(12)
+        env[MARKER_VAR] = self.marker
+        self.leftovers = 0
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w), str(cpu_memory_bytes)],
             pass_fds=(to_child_r, from_child_w),
@@ -149,12 +155,34 @@ class CandidateProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        self.leftovers += kill_marked(self.marker)
         # Close each fd exactly once: a second close could hit a number another judge thread reuses.
         fds, self._to_child, self._from_child = (self._to_child, self._from_child), -1, -1
         for fd in fds:
             if fd >= 0:
                 os.close(fd)
         self._reader.join(timeout=2)
+
+
+MARKER_VAR = "KERNELGYM_EVAL"
+
+
+def kill_marked(marker: str) -> int:
+    """SIGKILL every process whose environment carries this evaluation's marker; how many there were."""
+    needle = f"{MARKER_VAR}={marker}".encode()
+    killed = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as fh:
+                if needle not in fh.read():
+                    continue
+            os.kill(int(entry.name), signal.SIGKILL)
+            killed += 1
+        except (OSError, ProcessLookupError):
+            continue
+    return killed
 
 
 def _child_env(scratch: Path, device: str) -> dict[str, str]:

@@ -9,10 +9,13 @@ Each exploit is an answer file under `tests/redteam/exploits/` whose first lines
     # expect: cheat RH-11                verdict with every check on
     # expect_dynamic: cheat RH-21 | wrong_output   verdict with the static rules off (optional)
     # device: any                        any (default) or cuda, for exploits only a GPU can show
+    # gap: why the judge cannot catch it yet   (optional: a documented, open hole)
 
 A verdict is `STATUS [RH-NN]`; alternatives are separated by `|`. `expect_dynamic` proves the
 defence in depth: with the AST rules off, the run-time checks alone must still reject the answer.
-Exploits without it are caught only statically, and the report says so.
+Exploits without it are caught only statically, and the report says so. An exploit with `gap`
+is a known hole: it is still run and reported (as a gap, with its reason), but does not fail the
+run; a gap exploit that starts being caught is reported too, so the header can be removed.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 from kernelgym.judge.result import EvalResult, Status
 
 _FIELD = re.compile(r"^#\s*(\w+):\s*(.*?)\s*$")
-_KEYS = {"threat", "task", "variant", "expect", "expect_dynamic", "device"}
+_KEYS = {"threat", "task", "variant", "expect", "expect_dynamic", "device", "gap"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class Exploit:
     expect: tuple[Expectation, ...]
     expect_dynamic: tuple[Expectation, ...] = ()
     device: str = "any"
+    gap: str = ""
     text: str = field(default="", repr=False)
 
     @property
@@ -114,7 +118,7 @@ def parse_exploit(path: Path) -> Exploit:
     return Exploit(path=path, threat=meta["threat"], task=meta["task"], variant=meta["variant"],
                    expect=Expectation.parse_many(meta["expect"], path.name),
                    expect_dynamic=Expectation.parse_many(dynamic, path.name) if dynamic else (),
-                   device=device, text=text)
+                   device=device, gap=meta.get("gap", ""), text=text)
 
 
 def load_corpus(directory: Path | None = None) -> list[Exploit]:

@@ -35,6 +35,11 @@ class ExploitOutcome:
     def passed(self) -> bool:
         return self.caught and self.dynamic_caught is not False
 
+    @property
+    def open_gap(self) -> bool:
+        """A documented hole that is still open (reported, not a failure)."""
+        return bool(self.exploit.gap) and not self.passed
+
 
 @dataclass
 class RedteamReport:
@@ -45,7 +50,11 @@ class RedteamReport:
 
     @property
     def missed(self) -> list[ExploitOutcome]:
-        return [o for o in self.outcomes if not o.passed]
+        return [o for o in self.outcomes if not o.passed and not o.exploit.gap]
+
+    @property
+    def gaps(self) -> list[ExploitOutcome]:
+        return [o for o in self.outcomes if o.open_gap]
 
     @property
     def false_flags(self) -> list[EvalResult]:
@@ -105,17 +114,18 @@ def report_table(report: RedteamReport):  # noqa: ANN201 - a rich Table
     """Per category: exploits run, caught, missed, and how many are also caught with static rules off."""
     from rich.table import Table
 
-    table = Table("category", "exploits", "caught", "missed", "caught without static rules", "false flags",
-                  title=f"red team on {report.device}")
+    table = Table("category", "exploits", "caught", "missed", "known gaps", "caught without static rules",
+                  "false flags", title=f"red team on {report.device}")
     for threat, outcomes in report.by_threat().items():
         deep = [o for o in outcomes if o.dynamic_caught is not None]
-        missed = sum(not o.passed for o in outcomes)
+        missed = sum(not o.passed and not o.exploit.gap for o in outcomes)
+        gaps = sum(o.open_gap for o in outcomes)
         table.add_row(threat, str(len(outcomes)), str(sum(o.passed for o in outcomes)),
-                      f"[red]{missed}[/red]" if missed else "0",
+                      f"[red]{missed}[/red]" if missed else "0", f"[yellow]{gaps}[/yellow]" if gaps else "0",
                       f"{sum(bool(o.dynamic_caught) for o in deep)}/{len(deep)}" if deep else "static only", "-")
     if report.legit:
         flags = len(report.false_flags)
-        table.add_row("honest answers", str(len(report.legit)), "-", "-", "-",
+        table.add_row("honest answers", str(len(report.legit)), "-", "-", "-", "-",
                       f"[red]{flags}[/red]" if flags else "0")
     return table
 
@@ -131,6 +141,11 @@ def describe_failures(report: RedteamReport) -> list[str]:
             line += f"; static rules off: expected {' | '.join(map(str, o.exploit.expect_dynamic))}, " \
                     f"got {_verdict(o.dynamic_result)}"
         lines.append(line)
+    for o in report.gaps:
+        lines.append(f"KNOWN GAP {o.exploit.name} ({o.exploit.threat}): {o.exploit.gap}")
+    for o in report.outcomes:
+        if o.exploit.gap and o.passed:
+            lines.append(f"GAP CLOSED {o.exploit.name}: now caught; remove its 'gap' header")
     for r in report.false_flags:
         lines.append(f"FALSE FLAG {r.task_id}: {r.status.value}: {r.message}")
     return lines

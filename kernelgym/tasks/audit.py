@@ -138,7 +138,7 @@ def audit_task(task: Task, config: JudgeConfig, trials: int = 3) -> TaskAudit:
                 audit.notes.append("no tensor outputs: controls do not apply")
                 audit.passing[dist] = []
                 continue
-            audit.passing[dist] = _passing_controls(drawn, config)
+            audit.passing[dist] = _passing_controls(drawn, config, scaled=dist == "wide")
             audit.stats[dist] = _degeneracy_stats(drawn, config)
     except TaskError as e:
         audit.error = str(e)
@@ -199,12 +199,12 @@ def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, r
     return drawn
 
 
-def _passing_controls(drawn: list[_Trial], config: JudgeConfig) -> list[str]:
+def _passing_controls(drawn: list[_Trial], config: JudgeConfig, scaled: bool = False) -> list[str]:
     """Names of the controls whose output passes `compare_outputs` on every trial."""
     passed: dict[str, bool] = {}
     for k, trial in enumerate(drawn):
         for name, output in _control_outputs(drawn, k).items():
-            ok = output is not None and compare_outputs(trial.expected, output, config).passed
+            ok = output is not None and compare_outputs(trial.expected, output, config, scaled=scaled).passed
             passed[name] = passed.get(name, True) and ok
     return sorted(name for name, ok in passed.items() if ok)
 

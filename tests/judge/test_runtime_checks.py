@@ -13,13 +13,17 @@ def _rt(ms):
 
 
 def test_physics_floor_flags_impossible_time_only():
-    out = [torch.empty(64 << 20, dtype=torch.float32)]  # 256 MiB written per call
-    # H100: 268 MB / (3.35 TB/s * 2) = 0.040 ms
-    assert [v.rule for v in physics_floor_verdicts(_rt(0.005), out, "NVIDIA H100 80GB HBM3")] == ["RH-26"]
-    assert physics_floor_verdicts(_rt(0.09), out, "NVIDIA H100 80GB HBM3") == []
-    assert physics_floor_verdicts(None, out, "NVIDIA H100 80GB HBM3") == []
-    # unknown GPUs get a generous bandwidth: 0.02 ms is still possible there
-    assert physics_floor_verdicts(_rt(0.02), out, "Some Future GPU") == []
+    x = torch.empty(64 << 20, dtype=torch.float32)  # 256 MiB read and 256 MiB written per call
+    io = [([x], x)]
+    # H100: 537 MB / (3.35 TB/s * 2) = 0.080 ms
+    assert [v.rule for v in physics_floor_verdicts(_rt(0.005), io, "NVIDIA H100 80GB HBM3")] == ["RH-26"]
+    assert physics_floor_verdicts(_rt(0.2), io, "NVIDIA H100 80GB HBM3") == []
+    assert physics_floor_verdicts(None, io, "NVIDIA H100 80GB HBM3") == []
+    # small outputs still have a floor when the inputs are large (matvec skipping its work)
+    io_matvec = [([torch.empty(4096, 4096), torch.empty(4096)], torch.empty(4096))]
+    assert [v.rule for v in physics_floor_verdicts(_rt(0.001), io_matvec, "NVIDIA H100 80GB HBM3")] == ["RH-26"]
+    # unknown GPUs get a generous bandwidth: 0.03 ms is still possible there
+    assert physics_floor_verdicts(_rt(0.03), io, "Some Future GPU") == []
 
 
 def _profile(own_us, other_us):

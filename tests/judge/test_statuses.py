@@ -21,7 +21,7 @@ def test_ok_answer_passes_every_trial(relu):
     assert r.correct and r.compiled
     # 5 trials plus the cache probe (trial 0's inputs with a few values swapped)
     assert len(r.trials) == 6 and all(t.passed for t in r.trials)
-    assert {t.distribution for t in r.trials} == {"task", "signed", "task+probe"}
+    assert {t.distribution for t in r.trials} == {"task", "signed", "wide", "task+probe"}
     assert {t.grad_enabled for t in r.trials} == {True, False}
     assert r.kernels_launched == ["relu_kernel"]
     assert r.runtime is None and "not measured" in r.timing_note

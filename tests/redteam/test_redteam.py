@@ -23,6 +23,8 @@ def test_exploit_is_rejected_on_cpu(exploit):
     report = run_redteam(JudgeConfig(device="cpu", timeout_s=120), jobs=1, legit=False, progress=False,
                          exploits=[exploit])
     (outcome,) = report.outcomes
+    if exploit.gap:
+        pytest.xfail(f"documented gap: {exploit.gap}")
     assert outcome.caught, f"expected {exploit.expect}, got {outcome.result.status.value}: {outcome.result.message}"
     if exploit.expect_dynamic:
         assert outcome.dynamic_caught, (f"static rules off: expected {exploit.expect_dynamic}, got "

@@ -93,8 +93,10 @@ def test_clamp_to_unit_interval_on_rand_is_identity_under_task_only():
 def test_healthy_builtin_tasks_pass_no_control(task_id):
     audit = audit_task(load_builtin(task_id)[0], CPU)
     assert audit.error is None
-    assert audit.passing == {"task": [], "signed": []}
-    assert audit.verdict == "ok"
+    # wide inputs make softmax nearly one-hot, so a control may pass there alone; a task is only
+    # degenerate for the judge when a control passes under every distribution it uses
+    assert audit.passing["task"] == [] and audit.passing["signed"] == []
+    assert audit.degenerate_controls == [] and audit.verdict == "ok"
 
 
 def test_audit_is_reproducible_and_serialisable():
