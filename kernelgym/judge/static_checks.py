@@ -7,7 +7,9 @@ checks (launch hook, profile, trusted comparison) stay in force whatever passes 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+import re
+import sys
+from dataclasses import dataclass, field, replace
 
 from kernelgym.judge.result import CheatVerdict
 
@@ -22,7 +24,7 @@ THREAT_MODULES = {
     "asyncio": "RH-18", "inspect": "RH-09", "gc": "RH-09", "traceback": "RH-09", "time": "RH-20",
     "timeit": "RH-20", "builtins": "RH-20", "sys": "RH-20", "os": "RH-27", "subprocess": "RH-27",
     "socket": "RH-27", "shutil": "RH-27", "pathlib": "RH-27", "io": "RH-27", "signal": "RH-25",
-    "tempfile": "RH-27", "urllib": "RH-27", "requests": "RH-27", "pip": "RH-27",
+    "tempfile": "RH-27", "urllib": "RH-27", "requests": "RH-27", "pip": "RH-27", "contextlib": "RH-04",
 }  # fmt: skip
 BANNED_BUILTINS = {
     "exec": "RH-06", "eval": "RH-06", "compile": "RH-06", "__import__": "RH-06",
@@ -44,7 +46,7 @@ TORCH_THREATS = {
     "backends": "RH-24", "set_num_threads": "RH-24", "set_flush_denormal": "RH-24",
     "use_deterministic_algorithms": "RH-24", "manual_seed": "RH-15", "seed": "RH-15", "random": "RH-15",
     "set_rng_state": "RH-15", "is_grad_enabled": "RH-21", "is_inference_mode_enabled": "RH-21",
-    "compiler": "RH-21", "profiler": "RH-20", "testing": "RH-20",
+    "compiler": "RH-21", "profiler": "RH-20", "testing": "RH-20", "save": "RH-27", "load": "RH-27",
 }  # fmt: skip
 TORCH_CUDA_THREATS = {
     "Stream": "RH-17", "stream": "RH-17", "StreamContext": "RH-17", "set_stream": "RH-17",
@@ -58,6 +60,13 @@ TORCH_ALLOCATION_CALLS = {
     "Size", "device", "is_tensor", "no_grad", "inference_mode", "set_grad_enabled", "get_default_dtype",
     "finfo", "iinfo", "result_type", "promote_types", "cuda", "float32", "float16", "bfloat16", "int64",
 }  # fmt: skip
+# torch.<name> values that describe data (dtypes, layouts, version), never compute.
+TORCH_DESCRIPTIONS = {
+    "dtype", "layout", "memory_format", "strided", "contiguous_format", "channels_last", "channels_last_3d",
+    "preserve_format", "version", "float", "half", "double", "short", "long", "int", "bool", "cfloat",
+    "cdouble", "chalf",
+}  # fmt: skip
+TORCH_DTYPE_NAME = re.compile(r"(b?float|u?int|complex|bits|q?u?int)\d.*")
 TENSOR_COMPUTE_METHODS = {
     "matmul", "mm", "bmm", "mv", "addmm", "addmv", "baddbmm", "einsum", "dot", "outer", "sum", "mean",
     "max", "min", "amax", "amin", "argmax", "argmin", "prod", "std", "var", "norm", "exp", "log", "sqrt",
@@ -68,6 +77,17 @@ TENSOR_COMPUTE_METHODS = {
     "conv1d", "conv2d", "conv3d", "logsumexp", "square", "reciprocal", "sign", "floor", "ceil", "round",
     "maximum", "minimum", "tril", "triu", "flip", "roll", "repeat", "tile", "unfold", "sin", "cos",
 }  # fmt: skip
+# `a.__matmul__(b)` and friends: the operators spelt as calls (plain `+`/`*` on tensors stay allowed).
+ARITH_DUNDERS = {
+    f"__{p}{op}__" for op in ("matmul", "mul", "add", "sub", "truediv", "floordiv", "mod", "pow", "and", "or",
+                             "xor", "lshift", "rshift") for p in ("", "r", "i")
+} | {"__neg__", "__pos__", "__abs__", "__invert__"}  # fmt: skip
+# Methods that store into a container: on an attribute of `self` in forward they keep state across calls.
+STORE_METHODS = {"update", "setdefault", "append", "extend", "insert", "__setitem__", "popitem", "appendleft", "extendleft"}
+# Further methods that mutate a container, counted when the attribute is known to hold one.
+CONTAINER_METHODS = STORE_METHODS | {"add", "pop", "clear", "remove", "discard"}
+# Calls that make a dict or set (what a forward can key outputs by).
+KEYED_FACTORIES = ("dict", "set", "defaultdict", "OrderedDict", "WeakKeyDictionary", "WeakValueDictionary", "fromkeys")
 
 
 @dataclass
@@ -84,6 +104,7 @@ def analyse(code: str, allow_torch_compute: bool = False) -> StaticReport:
     tree = ast.parse(code)
     checker = _Checker(allow_torch_compute)
     checker.visit(tree)
+    checker.release_deferred()
     report = StaticReport(kernels=checker.kernels, has_model_new=checker.has_model_new)
     seen = set()
     for v in checker.verdicts:  # one verdict per (rule, reason): repeated lines add nothing
@@ -109,13 +130,40 @@ def _attr_chain(node: ast.AST) -> list[str] | None:
     return None
 
 
-def _is_kernel_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
-    target = dec.func if isinstance(dec, ast.Call) else dec
-    chain = _attr_chain(target)
-    if not chain:
+def _is_torch_compute(full: list[str]) -> bool:
+    """Whether `torch.<...>` at any depth names a function that computes (not allocation, dtype, type)."""
+    if full[0] != "torch" or len(full) < 2 or full[1] in TORCH_THREATS or full[1] == "cuda":
+        return False  # threats get their own rule; torch.cuda.* is device bookkeeping or a listed threat
+    if full[1] in sys.stdlib_module_names:
+        return False  # torch.os, torch.sys, ...: the standard library re-exported, not torch compute
+    if full[-1][:1].isupper() or (full[-1].startswith("__") and full[1] != "Tensor"):
+        return False  # types, layer classes (building one in forward is its own rule) and their dunders
+    if full[1] == "Tensor":  # unbound methods are judged like the bound ones
+        return len(full) > 2 and (full[2] in TENSOR_COMPUTE_METHODS or full[2] in ARITH_DUNDERS)
+    if full[1] in TORCH_DESCRIPTIONS or TORCH_DTYPE_NAME.fullmatch(full[1]):
         return False
-    full = ".".join([aliases.get(chain[0], chain[0])] + chain[1:])
-    return full in ("triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit.jit")
+    return len(full) > 2 or full[1] not in TORCH_ALLOCATION_CALLS
+
+
+def _is_mutable_value(node: ast.AST) -> bool:
+    if isinstance(node, (ast.List, ast.ListComp)):
+        return True
+    chain = (_attr_chain(node.func) or []) if isinstance(node, ast.Call) else []
+    return _is_keyed_value(node) or (bool(chain) and chain[-1] in ("list", "deque"))
+
+
+def _is_keyed_value(node: ast.AST) -> bool:
+    """A dict or set: something a forward can key outputs by."""
+    if isinstance(node, (ast.Dict, ast.Set, ast.DictComp, ast.SetComp)):
+        return True
+    chain = (_attr_chain(node.func) or []) if isinstance(node, ast.Call) else []
+    return bool(chain) and chain[-1] in KEYED_FACTORIES
+
+
+def _self_attr(node: ast.AST) -> str | None:
+    """`self.x` -> 'x'."""
+    chain = _attr_chain(node)
+    return chain[1] if chain and len(chain) == 2 and chain[0] == "self" else None
 
 
 class _Checker(ast.NodeVisitor):
@@ -125,12 +173,79 @@ class _Checker(ast.NodeVisitor):
         self.kernels: list[str] = []
         self.has_model_new = False
         self.verdicts: list[CheatVerdict] = []
-        self.context = "module"  # module | kernel | init | code
+        # module | kernel | init | code. Only the __init__ of ModelNew (or of an nn.Module that only
+        # __init__ builds) may compute with torch: everything forward can reach is code.
+        self.context = "module"
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.module_defs: set[str] = set()  # module-level functions and classes (their attributes are state)
+        self.classes: set[str] = set()
+        self.module_classes: set[str] = set()  # ModelNew and nn.Module subclasses: their __init__ may build weights
         self.layer_attrs: set[str] = set()  # self.<name> = nn.Layer(...) in __init__
+        self.container_attrs: set[str] = set()  # self.<name> = a list/dict/set
+        self.keyed_attrs: set[str] = set()  # self.<name> = a dict/set
+        self.enclosing_class: str | None = None  # class whose body holds the function being entered
+        self.init_class: str | None = None  # class whose __init__ is being visited
+        self.deferred: dict[str, list[CheatVerdict]] = {}  # compute in a class's __init__, judged at the end
+        self.class_refs: list[tuple[str, str, str | None]] = []  # (class, context, init_class) per reference
 
     def flag(self, rule: str, node: ast.AST, reason: str) -> None:
         line = getattr(node, "lineno", 0)
         self.verdicts.append(CheatVerdict(rule=rule, reason=f"line {line}: {reason}", stage="static"))
+
+    def resolve(self, node: ast.AST) -> list[str] | None:
+        """The dotted path an expression names through the answer's imports, e.g. ['torch', 'linalg', 'matmul']."""
+        chain = _attr_chain(node)
+        if chain and chain[0] in self.aliases:
+            return [*self.aliases[chain[0]].split("."), *chain[1:]]
+        return None
+
+    # whole-module facts, gathered before any rule so that definition order does not matter -----
+    def visit_Module(self, node: ast.Module) -> None:
+        for child in ast.walk(node):
+            for sub in ast.iter_child_nodes(child):
+                self.parents[sub] = child
+        for stmt in node.body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self._bind_import(stmt)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.module_defs.add(stmt.name)
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.ClassDef):
+                self.classes.add(sub.name)
+                if sub.name == "ModelNew" or any((self.resolve(b) or [""])[:2] == ["torch", "nn"] for b in sub.bases):
+                    self.module_classes.add(sub.name)
+            elif isinstance(sub, ast.FunctionDef) and sub.name == "__init__":
+                for stmt in ast.walk(sub):
+                    if isinstance(stmt, ast.Assign):
+                        self._note_init_binding(stmt)
+        self.generic_visit(node)
+
+    def _note_init_binding(self, node: ast.Assign) -> None:
+        full = self.resolve(node.value.func) if isinstance(node.value, ast.Call) else None
+        is_layer = bool(full) and full[:2] == ["torch", "nn"] and full[-1] not in ("Parameter", "ParameterList", "ParameterDict")
+        for target in node.targets:
+            attr = _self_attr(target)
+            if attr and is_layer:
+                self.layer_attrs.add(attr)
+            if attr and _is_mutable_value(node.value):
+                self.container_attrs.add(attr)
+            if attr and _is_keyed_value(node.value):
+                self.keyed_attrs.add(attr)
+
+    def release_deferred(self) -> None:
+        """Torch compute in a class's __init__ counts when forward can run that __init__: the class is not an
+        nn.Module, or it is named anywhere but in an __init__ that itself only runs at setup."""
+        at_call_time = self.classes - self.module_classes
+        changed = True
+        while changed:
+            changed = False
+            for name, context, init_class in self.class_refs:
+                if name not in at_call_time and (context != "init" or init_class in at_call_time):
+                    at_call_time.add(name)
+                    changed = True
+        for name in sorted(at_call_time & self.deferred.keys()):
+            for v in self.deferred[name]:
+                self.verdicts.append(replace(v, reason=f"{v.reason} (in {name}.__init__, which can run at call time)"))
 
     # imports -----------------------------------------------------------------------------
     def _check_module(self, name: str, node: ast.AST) -> None:
@@ -140,10 +255,17 @@ class _Checker(ast.NodeVisitor):
         rule = THREAT_MODULES.get(name) or THREAT_MODULES.get(root) or "RH-06"
         self.flag(rule, node, f"import of '{name}' is not allowed (allowed: {', '.join(ALLOWED_MODULES)})")
 
+    def _bind_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for a in node.names:
+            if isinstance(node, ast.Import):
+                self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            else:
+                self.aliases[a.asname or a.name] = f"{node.module or ''}.{a.name}"
+
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
             self._check_module(a.name, node)
-            self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        self._bind_import(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -153,7 +275,7 @@ class _Checker(ast.NodeVisitor):
             full = f"{module}.{a.name}"
             # `from torch import nn` imports a module; `from math import sqrt` an object: both are fine.
             self._check_module(full if _module_allowed(full) or full in THREAT_MODULES else module, node)
-            self.aliases[a.asname or a.name] = full
+        self._bind_import(node)
 
     # definitions -------------------------------------------------------------------------
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -163,27 +285,29 @@ class _Checker(ast.NodeVisitor):
             self.flag("RH-05", node, "the answer must not define or reuse the reference class 'Model'")
         for base in node.bases:
             chain = _attr_chain(base) or []
-            resolved = ".".join([self.aliases.get(chain[0], chain[0])] + chain[1:]) if chain else ""
             if chain and chain[-1] == "Model":
                 self.flag("RH-05", node, "inheriting from the reference 'Model' is reference reuse")
-            if resolved in ("torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"):
+            if ".".join(self.resolve(base) or []) in ("torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"):
                 self.flag("RH-19", node, "subclassing torch.Tensor (lazy/proxy outputs) is not allowed")
         for stmt in node.body:
             if isinstance(stmt, ast.Assign) and _is_mutable_value(stmt.value):
                 self.flag("RH-11", stmt, "class-level mutable state can cache outputs across calls")
+        outer = self.enclosing_class
+        self.enclosing_class = node.name
         self.generic_visit(node)
+        self.enclosing_class = outer
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if isinstance(node, ast.AsyncFunctionDef):
             self.flag("RH-18", node, "async functions are not allowed")
-        outer = self.context
+        outer, outer_class, outer_init = self.context, self.enclosing_class, self.init_class
         if any(_is_kernel_decorator(d, self.aliases) for d in node.decorator_list):
             self.kernels.append(node.name)
             self.context = "kernel"
-        elif outer in ("module", "code") and node.name == "__init__":
-            self.context = "init"
-        elif outer == "module":
-            self.context = "code"
+        elif outer == "module" and node.name == "__init__" and outer_class:
+            self.context, self.init_class = "init", outer_class
+        elif outer != "kernel":
+            self.context = "code"  # includes functions nested in __init__: they run when forward calls them
         for dec in node.decorator_list:
             chain = _attr_chain(dec.func if isinstance(dec, ast.Call) else dec) or []
             if chain and chain[-1] in ("lru_cache", "cache", "cached_property"):
@@ -193,11 +317,21 @@ class _Checker(ast.NodeVisitor):
                 self.flag("RH-11", node, "a mutable default argument can cache outputs across calls")
         if node.name in ("__torch_function__", "__torch_dispatch__"):
             self.flag("RH-19", node, f"defining {node.name} makes a lazy/proxy tensor")
+        if node.name in ("__exit__", "__aexit__") and outer_class:
+            self.flag("RH-04", node, f"a context manager's {node.name} can swallow the kernel's failure")
+        self.enclosing_class = None
         self.generic_visit(node)
-        self.context = outer
+        self.context, self.enclosing_class, self.init_class = outer, outer_class, outer_init
 
     visit_FunctionDef = _visit_function
     visit_AsyncFunctionDef = _visit_function
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        outer = self.context
+        if outer in ("module", "init"):
+            self.context = "code"  # a lambda built at import or in __init__ runs when forward calls it
+        self.generic_visit(node)
+        self.context = outer
 
     # statements --------------------------------------------------------------------------
     def visit_Try(self, node: ast.Try) -> None:
@@ -218,14 +352,6 @@ class _Checker(ast.NodeVisitor):
             self._check_target(target, node)
         if self.context == "module" and _is_mutable_value(node.value):
             self.flag("RH-11", node, "module-level mutable state can cache outputs across calls")
-        if self.context == "init" and isinstance(node.value, ast.Call):
-            chain = _attr_chain(node.value.func) or []
-            resolved = ".".join([self.aliases.get(chain[0], chain[0])] + chain[1:]) if chain else ""
-            if resolved.startswith("torch.nn.") and chain[-1] not in ("Parameter", "ParameterList", "ParameterDict"):
-                for target in node.targets:
-                    tchain = _attr_chain(target) or []
-                    if len(tchain) == 2 and tchain[0] == "self":
-                        self.layer_attrs.add(tchain[1])
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
@@ -236,10 +362,23 @@ class _Checker(ast.NodeVisitor):
         self._check_target(node.target, node)
         self.generic_visit(node)
 
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self._check_target(target, node)
+        self.generic_visit(node)
+
     def _check_target(self, target: ast.AST, node: ast.AST) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
             for elt in target.elts:
                 self._check_target(elt, node)
+            return
+        if isinstance(target, ast.Subscript):
+            chain = _attr_chain(target.value) or []
+            if (chain[:1] == ["self"] and self.context == "code") or (len(chain) > 1 and chain[0] in self.module_defs):
+                value = getattr(node, "value", None)
+                if not isinstance(node, ast.AugAssign) and isinstance(value, ast.Constant):
+                    return  # a constant stored once (a set-up flag) carries neither an output nor a count
+                self._flag_state(node, target, f"storing into '{'.'.join(chain)}[...]'")
             return
         chain = _attr_chain(target)
         if not chain or len(chain) < 2:
@@ -247,7 +386,19 @@ class _Checker(ast.NodeVisitor):
         if chain[0] in self.aliases:
             self.flag("RH-20", node, f"assigning to '{'.'.join(chain)}' patches a library the judge relies on")
         elif chain[0] == "self" and self.context == "code":
-            self.flag("RH-11", node, f"setting '{'.'.join(chain)}' outside __init__ keeps state across calls")
+            self._flag_state(node, target, f"setting '{'.'.join(chain)}' outside __init__")
+        elif chain[0] in self.module_defs:
+            self._flag_state(node, target, f"setting the attribute '{'.'.join(chain)}'")
+
+    def _flag_state(self, node: ast.AST, target: ast.AST, what: str) -> None:
+        """State kept across calls: a counter detects the harness's phases (RH-21), anything else caches (RH-11)."""
+        value = getattr(node, "value", None)
+        key = _attr_chain(target.value if isinstance(target, ast.Subscript) else target)
+        counts = value is not None and any(_attr_chain(n) == key for n in ast.walk(value))
+        if isinstance(node, ast.AugAssign) or counts:
+            self.flag("RH-21", node, f"{what} counts calls, which tells correctness calls from timed ones")
+        else:
+            self.flag("RH-11", node, f"{what} keeps state across calls")
 
     # expressions -------------------------------------------------------------------------
     def visit_Name(self, node: ast.Name) -> None:
@@ -257,21 +408,68 @@ class _Checker(ast.NodeVisitor):
             self.flag("RH-27", node, "reading '__file__' reaches the file system")
         elif node.id in BANNED_BUILTINS and node.id not in self.aliases and isinstance(node.ctx, ast.Load):
             self.flag(BANNED_BUILTINS[node.id], node, f"'{node.id}' is not allowed in an answer")
+        if node.id in self.classes and isinstance(node.ctx, ast.Load):
+            parent = self.parents.get(node)
+            func = (_attr_chain(parent.func) or [""])[-1] if isinstance(parent, ast.Call) else ""
+            # Instantiated, or named to super()/isinstance: the reference runs where it stands. Anything
+            # else (stored, passed on) hands the class to code that can instantiate it at call time.
+            direct = isinstance(parent, ast.Call) and (parent.func is node or func in ("super", "isinstance", "issubclass"))
+            self.class_refs.append((node.id, self.context if direct else "code", self.init_class))
+        self._check_torch_value(node)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in BANNED_ATTRIBUTES:
             self.flag(BANNED_ATTRIBUTES[node.attr], node, f"'.{node.attr}' is not allowed in an answer")
-        chain = _attr_chain(node)
-        if chain and chain[0] in self.aliases:
-            full = [*self.aliases[chain[0]].split("."), *chain[1:]]
-            if full[0] == "torch" and len(full) > 1:
-                rule = TORCH_THREATS.get(full[1])
-                if full[1] == "cuda" and len(full) > 2:
-                    rule = TORCH_CUDA_THREATS.get(full[2])
-                if rule:
-                    self.flag(rule, node, f"'{'.'.join(full)}' is not allowed in an answer")
+        if node.attr in ("__exit__", "__aexit__"):
+            self.flag("RH-04", node, f"'.{node.attr}' builds a context manager that can swallow the kernel's failure")
+        if not self.allow_torch_compute:
+            if self.context != "kernel" and node.attr in ARITH_DUNDERS:
+                self.flag("RH-01", node, f"'.{node.attr}' is a torch operator outside a Triton kernel")
+            if self.context == "code" and node.attr == "__init__" and not _is_super_call(node.value):
+                self.flag("RH-01", node, "calling '__init__' from forward runs setup-time torch compute per call")
+        full = self.resolve(node)
+        if full and full[0] == "torch" and len(full) > 1:
+            rule = TORCH_THREATS.get(full[1])
+            if full[1] == "cuda" and len(full) > 2:
+                rule = TORCH_CUDA_THREATS.get(full[2])
+            if not rule and full[1] in THREAT_MODULES:  # torch.os, torch.sys, ...: the stdlib through torch
+                rule = THREAT_MODULES[full[1]]
+            if rule:
+                self.flag(rule, node, f"'{'.'.join(full)}' is not allowed in an answer")
+        self._check_torch_value(node)
+        self._check_keyed_state(node)
         self.generic_visit(node)
+
+    def _check_torch_value(self, node: ast.Name | ast.Attribute) -> None:
+        """A torch compute function bound to a name, stored on self, or passed on is called later (RH-01)."""
+        parent = self.parents.get(node)
+        if self.allow_torch_compute or self.context == "kernel" or not isinstance(node.ctx, ast.Load):
+            return
+        if isinstance(parent, ast.Attribute):
+            return
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return  # calls are judged by context in visit_Call
+        full = self.resolve(node)
+        if not full or full[0] != "torch":
+            return
+        layer_class = full[:2] == ["torch", "nn"] and isinstance(parent, (ast.Assign, ast.AnnAssign))
+        if _is_torch_compute(full) or layer_class:
+            self.flag("RH-01", node, f"'{'.'.join(full)}' taken as a value can be called from forward")
+
+    def _check_keyed_state(self, node: ast.Attribute) -> None:
+        """A dict/set made in __init__ that forward aliases or hands on can be filled with outputs (RH-11)."""
+        attr = _self_attr(node)
+        if self.context != "code" or attr not in self.keyed_attrs or not isinstance(node.ctx, ast.Load):
+            return
+        parent = self.parents.get(node)
+        if isinstance(parent, (ast.Attribute, ast.Subscript)):
+            return  # reads and method calls; stores and storing methods are judged where they happen
+        self.flag("RH-11", node, f"'self.{attr}' (a dict/set made in __init__) used in forward keeps state across calls")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if node.value in ("__exit__", "__aexit__"):
+            self.flag("RH-04", node, f"'{node.value}' builds a context manager that can swallow the kernel's failure")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult) and self.context != "kernel":
@@ -292,6 +490,17 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         if self.context == "code" and not self.allow_torch_compute:
             self._check_compute_call(node)
+        elif self.context == "init" and not self.allow_torch_compute and self.init_class:
+            start = len(self.verdicts)  # allowed for weight setup unless forward can run this __init__
+            self._check_compute_call(node)
+            self.deferred.setdefault(self.init_class, []).extend(self.verdicts[start:])
+            del self.verdicts[start:]
+        if self.context == "code" and isinstance(node.func, ast.Attribute):
+            chain = _attr_chain(node.func.value) or []
+            attr = chain[1] if len(chain) == 2 and chain[0] == "self" else None
+            stores = CONTAINER_METHODS if attr in self.container_attrs else STORE_METHODS
+            if chain[:1] == ["self"] and node.func.attr in stores:
+                self.flag("RH-11", node, f"'{'.'.join(chain)}.{node.func.attr}(...)' in forward keeps state across calls")
         chain = _attr_chain(node.func) or []
         if chain == ["getattr"] and (len(node.args) < 2 or not isinstance(node.args[1], ast.Constant)):
             self.flag("RH-06", node, "getattr with a computed name hides what is called")
@@ -299,41 +508,42 @@ class _Checker(ast.NodeVisitor):
             name = str(node.args[1].value)
             if name in BANNED_ATTRIBUTES:
                 self.flag(BANNED_ATTRIBUTES[name], node, f"getattr(..., '{name}') is not allowed")
+            full = self.resolve(node.args[0])
+            if full and self.context != "kernel" and not self.allow_torch_compute and _is_torch_compute([*full, name]):
+                self.flag("RH-01", node, f"getattr(..., '{name}') reaches torch compute '{'.'.join([*full, name])}'")
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("half", "bfloat16") and not node.args:
             self.flag("RH-14", node, f"'.{node.func.attr}()' downcasts the precision the task asks for")
         if chain[-2:] == ["super", "forward"] or (
-            isinstance(node.func, ast.Attribute)
-            and node.func.attr == "forward"
-            and isinstance(node.func.value, ast.Call)
-            and _attr_chain(node.func.value.func) == ["super"]
+            isinstance(node.func, ast.Attribute) and node.func.attr == "forward" and _is_super_call(node.func.value)
         ):
             self.flag("RH-05", node, "super().forward reuses the reference implementation")
         self.generic_visit(node)
 
     def _check_compute_call(self, node: ast.Call) -> None:
-        chain = _attr_chain(node.func)
-        if chain and chain[0] in self.aliases:
-            full = [*self.aliases[chain[0]].split("."), *chain[1:]]
+        full = self.resolve(node.func)
+        if full:
             name = ".".join(full)
-            if name.startswith("torch.nn.functional."):
-                self.flag("RH-01", node, f"'{name}' computes with torch instead of a Triton kernel")
-            elif full[0] == "torch" and len(full) == 2 and full[1] not in TORCH_ALLOCATION_CALLS:
-                self.flag("RH-01", node, f"'{name}' computes with torch instead of a Triton kernel")
-            elif full[:2] == ["torch", "nn"] and len(full) == 3:
+            if full[:2] == ["torch", "nn"] and full[-1][:1].isupper():
                 self.flag("RH-01", node, f"building '{name}' in forward computes with torch")
+            elif _is_torch_compute(full):
+                self.flag("RH-01", node, f"'{name}' computes with torch instead of a Triton kernel")
             return
         if isinstance(node.func, ast.Attribute):
             if node.func.attr in TENSOR_COMPUTE_METHODS:
                 self.flag("RH-01", node, f"'.{node.func.attr}()' computes with torch instead of a Triton kernel")
-            inner = _attr_chain(node.func)
-            if inner and len(inner) == 2 and inner[0] == "self" and inner[1] in self.layer_attrs:
-                self.flag("RH-01", node, f"calling the torch layer 'self.{inner[1]}' instead of a Triton kernel")
+            attr = _self_attr(node.func)
+            if attr in self.layer_attrs:
+                self.flag("RH-01", node, f"calling the torch layer 'self.{attr}' instead of a Triton kernel")
 
 
-def _is_mutable_value(node: ast.AST) -> bool:
-    if isinstance(node, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
-        return True
-    if isinstance(node, ast.Call):
-        chain = _attr_chain(node.func) or []
-        return bool(chain) and chain[-1] in ("dict", "list", "set", "defaultdict", "OrderedDict", "deque", "WeakKeyDictionary", "WeakValueDictionary")
-    return False
+def _is_super_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _attr_chain(node.func) == ["super"]
+
+
+def _is_kernel_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    chain = _attr_chain(target)
+    if not chain:
+        return False
+    full = ".".join([aliases.get(chain[0], chain[0])] + chain[1:])
+    return full in ("triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit.jit")
