@@ -73,6 +73,8 @@ def _build_parser() -> argparse.ArgumentParser:
     rt.add_argument("--only", default=None, help="one threat code (RH-11) or a substring of exploit file names")
     rt.add_argument("--no-legit", action="store_true", help="skip the legitimate corpus (built-in answers)")
     rt.add_argument("--no-exploits", action="store_true", help="run only the legitimate corpus")
+    rt.add_argument("--gpu-exploits-only", action="store_true",
+                    help="only the exploits marked device: cuda (the rest are covered by a CPU run)")
     rt.add_argument("--jobs", type=int, default=None, help="evaluations in parallel (default: CPU count, max 8)")
     rt.add_argument("--json-out", type=Path, default=None, help="also write every EvalResult as JSON lines here")
     _add_judge_options(rt)
@@ -187,8 +189,15 @@ def _cmd_redteam(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.no_legit and args.no_exploits:
         raise UsageError("--no-legit and --no-exploits together leave nothing to run")
+    exploits = None
+    if args.no_exploits:
+        exploits = []
+    elif args.gpu_exploits_only:
+        from kernelgym.redteam.corpus import load_corpus
+
+        exploits = [e for e in load_corpus() if e.device == "cuda"]
     report = run_redteam(config, jobs=args.jobs, only=args.only, legit=not args.no_legit,
-                         exploits=[] if args.no_exploits else None, on_result=_jsonl_sink(args.json_out))
+                         exploits=exploits, on_result=_jsonl_sink(args.json_out))
     if not report.outcomes and not report.legit:
         raise UsageError(f"no exploit matches {args.only!r}")
     console.print(report_table(report))

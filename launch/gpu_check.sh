@@ -21,7 +21,7 @@ if [[ $stage == bench || $stage == all ]]; then
     --json-out "$out/bench_judge.json" 2>&1 | tee "$out/bench.log" || rc=1
 fi
 if [[ $stage == redteam || $stage == all ]]; then
-  python -m kernelgym.cli redteam --device cuda --no-legit --jobs "${JOBS:-6}" --no-compile-baseline \
+  python -m kernelgym.cli redteam --device cuda --no-legit ${REDTEAM_ARGS:-} --jobs "${JOBS:-6}" --no-compile-baseline \
     --json-out "$out/redteam.jsonl" 2>&1 | tee "$out/redteam.log" || rc=1
 fi
 exit $rc
