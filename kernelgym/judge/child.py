@@ -269,8 +269,6 @@ _HARNESS = (
     ("kernelgym.judge.inputs", ("make_inputs", "digest", "varied_copy", "clone_values", "swap_probe")),
     ("kernelgym.judge.launch_hook", ("LaunchRecorder",)),
     ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "_fingerprint", "_overlaps")),
-    ("torch.cuda", ("synchronize", "Event")),
-    ("torch", ("manual_seed", "randn", "rand", "randint", "empty", "no_grad", "set_grad_enabled")),
     ("time", ("perf_counter",)),
     ("triton.runtime.jit", ("JITFunction",)),
 )
@@ -279,7 +277,9 @@ _HARNESS = (
 def harness_snapshot() -> dict[str, tuple[int, int]]:
     """Identity of the functions the child's own measurements and reports rely on (RH-20, RH-25):
     the object and its code (or, for classes, their method table) must not change after the
-    answer is imported. An early reject only: the parent never trusts the child's numbers alone."""
+    answer is imported. An early reject only: the parent never trusts the child's numbers alone.
+    torch's own functions are left out: torch rebinds some lazily on first CUDA use, and RNG
+    patches are caught by the input digests anyway."""
     import importlib
 
     snap = {}

@@ -24,7 +24,7 @@ THREAT_MODULES = {
     "asyncio": "RH-18", "inspect": "RH-09", "gc": "RH-09", "traceback": "RH-09", "time": "RH-20",
     "timeit": "RH-20", "builtins": "RH-20", "sys": "RH-20", "os": "RH-27", "subprocess": "RH-27",
     "socket": "RH-27", "shutil": "RH-27", "pathlib": "RH-27", "io": "RH-27", "signal": "RH-25",
-    "tempfile": "RH-27", "urllib": "RH-27", "requests": "RH-27", "pip": "RH-27", "contextlib": "RH-04",
+    "tempfile": "RH-27", "urllib": "RH-27", "requests": "RH-27", "pip": "RH-27", "ctypes": "RH-06", "contextlib": "RH-04",
 }  # fmt: skip
 BANNED_BUILTINS = {
     "exec": "RH-06", "eval": "RH-06", "compile": "RH-06", "__import__": "RH-06",
