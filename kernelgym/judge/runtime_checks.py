@@ -121,6 +121,7 @@ _PEAK_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12, "H800": 3.35e12, "A100": 2.0
                    "B100": 8.0e12, "L40": 0.9e12, "A10": 0.6e12, "4090": 1.0e12}
 _UNKNOWN_BANDWIDTH = 10e12
 _FLOOR_SLACK = 2.0
+_ESCAPE_RATIO = 0.9
 
 
 def profile_verdicts(profile: Profile, reps: int, runtime: RuntimeStats | None, config: JudgeConfig,
@@ -134,11 +135,14 @@ def profile_verdicts(profile: Profile, reps: int, runtime: RuntimeStats | None, 
             "RH-03", f"only {profile.triton_share:.0%} of device time is in the answer's own Triton kernels "
             f"(minimum {config.min_triton_share:.0%})", "runtime"))
     if runtime is not None and profile.total_device_us > 0:
+        # The profile runs the calls back to back on a warm L2 and sees kernels on every stream, so
+        # its device time per call is a floor for any timed call: on the H100 honest answers keep
+        # min(timed) >= 1.03x of it; work escaping the timed window goes below.
         per_call_ms = profile.total_device_us / reps / 1000
-        if per_call_ms > 2 * runtime.median_ms + 0.02:
+        if runtime.min_ms < _ESCAPE_RATIO * per_call_ms:
             verdicts.append(CheatVerdict(
-                "RH-17", f"the profiler saw {per_call_ms:.3f} ms of device work per call but the timed window "
-                f"only {runtime.median_ms:.3f} ms: work runs outside the timed stream", "runtime"))
+                "RH-17", f"the profiler saw {per_call_ms:.3f} ms of device work per call but the fastest timed "
+                f"call took {runtime.min_ms:.3f} ms: work runs outside the timed stream", "runtime"))
     return verdicts
 
 
