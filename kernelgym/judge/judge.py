@@ -7,7 +7,6 @@ in the child; expected outputs, seeds and the verdict never leave this process.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import random
 import secrets
