@@ -1,0 +1,6 @@
+"""The multi-turn environment: prompt templates and the feedback a model sees after each answer."""
+
+from kernelgym.env.feedback import render_feedback
+from kernelgym.env.prompts import PromptTemplates, feedback_messages, first_messages, load_templates
+
+__all__ = ["PromptTemplates", "feedback_messages", "first_messages", "load_templates", "render_feedback"]
