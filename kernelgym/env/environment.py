@@ -1,0 +1,148 @@
+"""The multi-turn kernel-writing environment, in process.
+
+Follows the shape of OpenEnv's `Environment` contract: `reset()` and `step()` each return one
+observation that carries `done`, `reward` and `metadata`; `state` describes the episode. One
+episode is one task: the first observation holds the prompt messages, every step judges one
+answer and returns the feedback messages for the next turn. The OpenEnv WebSocket server wraps
+this class (issue 5, later part).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelgym.env.feedback import render_feedback
+from kernelgym.env.prompts import PromptTemplates, feedback_messages, first_messages, load_templates
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.result import EvalResult
+from kernelgym.tasks.task import Task, TaskError
+from rewards.config import RewardConfig
+from rewards.functions import get_reward, is_pass, speedup
+
+JudgeFn = Callable[[Task, str, JudgeConfig], EvalResult]
+STOP_RULES = ("never", "correct", "speedup")
+
+
+class EnvError(RuntimeError):
+    """A call the episode's state does not allow (step before reset, step after done)."""
+
+
+@dataclass
+class EnvConfig:
+    """How an episode runs. Defaults follow Dr. Kernel's multi-turn setting."""
+
+    max_turns: int = field(default=3, metadata={"help": "answers per episode"})
+    stop_on: str = field(default="never", metadata={"help": "end early: never, correct, or speedup (>= target)"})
+    target_speedup: float = field(default=1.0, metadata={"help": "speedup that ends the episode with stop_on=speedup"})
+    feedback_chars: int = field(default=4000, metadata={"help": "length budget of the rendered feedback"})
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ValueError("EnvConfig.max_turns must be >= 1")
+        if self.stop_on not in STOP_RULES:
+            raise ValueError(f"EnvConfig.stop_on must be one of {STOP_RULES}, not {self.stop_on!r}")
+        if self.target_speedup <= 0:
+            raise ValueError("EnvConfig.target_speedup must be positive")
+
+
+@dataclass
+class KernelObservation:
+    """What the policy sees: the messages to append, and the outcome of the last answer."""
+
+    messages: list[dict[str, str]]
+    done: bool = False
+    reward: float | None = None  # None after reset
+    metadata: dict[str, Any] = field(default_factory=dict)  # "result": the EvalResult as a dict, "turn"
+
+
+@dataclass
+class EpisodeState:
+    """The episode so far: per-turn rewards and results, and the reward-to-go of each turn."""
+
+    task_id: str = ""
+    turn: int = 0
+    done: bool = True
+    rewards: list[float] = field(default_factory=list)
+    results: list[EvalResult] = field(default_factory=list)
+
+    def returns_to_go(self, gamma: float = 1.0) -> list[float]:
+        """G_t = r_t + gamma * G_{t+1} for every turn taken (what TRLOO's advantages start from)."""
+        out, g = [], 0.0
+        for r in reversed(self.rewards):
+            g = r + gamma * g
+            out.append(g)
+        return out[::-1]
+
+
+class KernelEnv:
+    """`reset(task)` → prompt; `step(answer)` → feedback, reward, done.
+
+    `judge_fn` defaults to the in-process judge; the service (issue 4) plugs in here.
+    """
+
+    def __init__(self, judge_config: JudgeConfig | None = None, reward_config: RewardConfig | None = None,
+                 env_config: EnvConfig | None = None, templates: PromptTemplates | None = None,
+                 judge_fn: JudgeFn | None = None) -> None:
+        self.judge_config = judge_config or JudgeConfig()
+        self.reward_config = reward_config or RewardConfig()
+        self.env_config = env_config or EnvConfig()
+        self.templates = templates or load_templates()
+        self._reward = get_reward(self.reward_config.name)
+        if judge_fn is None:
+            from kernelgym.judge.judge import judge as judge_fn
+        self._judge = judge_fn
+        self._task: Task | None = None
+        self._state = EpisodeState()
+
+    @property
+    def state(self) -> EpisodeState:
+        return self._state
+
+    def reset(self, task: Task | str) -> KernelObservation:
+        """Start an episode on `task` (a Task or a task spec naming one task, e.g. a built-in id)."""
+        self._task = _resolve(task)
+        self._state = EpisodeState(task_id=self._task.task_id, done=False)
+        return KernelObservation(messages=first_messages(self._task, self.templates),
+                                 metadata={"task_id": self._task.task_id, "turn": 0})
+
+    def step(self, answer: str) -> KernelObservation:
+        """Judge one answer; the observation's messages are the feedback for the next turn."""
+        if self._task is None:
+            raise EnvError("step() before reset(): start an episode with reset(task)")
+        if self._state.done:
+            raise EnvError(f"the episode on {self._state.task_id!r} is over ({self._state.turn} turns); call reset()")
+        result = self._judge(self._task, answer, self.judge_config)
+        reward = float(self._reward(result, self.reward_config))
+        state = self._state
+        state.turn += 1
+        state.rewards.append(reward)
+        state.results.append(result)
+        state.done = state.turn >= self.env_config.max_turns or self._success(result)
+        feedback = render_feedback(result, self.env_config.feedback_chars)
+        return KernelObservation(
+            messages=[] if state.done else feedback_messages(feedback, self.templates),
+            done=state.done, reward=reward,
+            metadata={"result": result.to_dict(), "feedback": feedback, "turn": state.turn,
+                      "returns_to_go": state.returns_to_go() if state.done else None})
+
+    def _success(self, result: EvalResult) -> bool:
+        rule = self.env_config.stop_on
+        if rule == "never" or not is_pass(result):
+            return False
+        if rule == "correct":
+            return True
+        s = speedup(result, self.reward_config)
+        return s is not None and s >= self.env_config.target_speedup
+
+
+def _resolve(task: Task | str) -> Task:
+    if isinstance(task, Task):
+        return task
+    from kernelgym.tasks.loaders import resolve_tasks
+
+    tasks = resolve_tasks(task)
+    if len(tasks) != 1:
+        raise TaskError(f"task spec {task!r} names {len(tasks)} tasks; an episode needs exactly one")
+    return tasks[0]

@@ -1,0 +1,65 @@
+"""Episodes with the real judge on CPU: turn limits, early stop, rewards, feedback, bad calls."""
+
+import pytest
+
+from kernelgym.env import EnvConfig, EnvError, KernelEnv
+from kernelgym.judge import JudgeConfig
+from kernelgym.tasks import builtin_answer_path
+from rewards import RewardConfig
+from tests.answers import relu_answer
+
+CPU = JudgeConfig(device="cpu", timeout_s=120)
+WRONG = relu_answer(forward_body="return x * 2.0")  # launches nothing: RH-02 / wrong
+GOOD = builtin_answer_path("relu").read_text()
+
+
+def test_episode_wrong_then_fixed_runs_all_turns_and_keeps_returns():
+    env = KernelEnv(judge_config=CPU, env_config=EnvConfig(max_turns=2))
+    first = env.reset("relu")
+    assert [m["role"] for m in first.messages] == ["system", "user"] and "class Model" in first.messages[1]["content"]
+    assert first.reward is None and not first.done
+
+    obs = env.step(f"```python\n{WRONG}\n```")
+    assert not obs.done and obs.reward == 0.0 and obs.metadata["turn"] == 1
+    assert obs.metadata["result"]["status"] != "ok"
+    assert obs.messages and obs.messages[0]["role"] == "user"
+    assert obs.metadata["feedback"] in obs.messages[0]["content"]
+
+    obs = env.step(GOOD)
+    assert obs.done and obs.metadata["result"]["status"] == "ok"
+    assert obs.reward == pytest.approx(0.5)  # CPU: correct, speed and share not measured
+    assert obs.metadata["returns_to_go"] == [pytest.approx(0.5), pytest.approx(0.5)]
+    assert env.state.rewards == [0.0, pytest.approx(0.5)]
+    with pytest.raises(EnvError, match="is over"):
+        env.step(GOOD)
+
+
+def test_stop_on_correct_ends_the_episode_early():
+    env = KernelEnv(judge_config=CPU, env_config=EnvConfig(max_turns=3, stop_on="correct"))
+    env.reset("relu")
+    obs = env.step(GOOD)
+    assert obs.done and env.state.turn == 1 and obs.messages == []
+
+
+def test_bad_calls_are_clear_errors():
+    env = KernelEnv(judge_config=CPU)
+    with pytest.raises(EnvError, match="before reset"):
+        env.step(GOOD)
+    with pytest.raises(ValueError, match="unknown built-in task"):
+        env.reset("no_such_task")
+    with pytest.raises(ValueError, match="stop_on"):
+        EnvConfig(stop_on="sometimes")
+    with pytest.raises(ValueError, match="known"):
+        KernelEnv(judge_config=CPU, reward_config=RewardConfig(name="nope"))
+
+
+def test_speedup_stop_uses_the_configured_baseline():
+    from kernelgym.judge.result import EvalResult, Profile, Status
+
+    fast = EvalResult(status=Status.OK, task_id="relu", compiled=True, correct=True, speedup_eager=1.5,
+                      profile=Profile(kernels=[], total_device_us=1.0, triton_share=1.0))
+    env = KernelEnv(judge_config=CPU, env_config=EnvConfig(stop_on="speedup", target_speedup=1.2),
+                    judge_fn=lambda task, answer, config: fast)
+    env.reset("relu")
+    obs = env.step("anything")
+    assert obs.done and obs.reward == pytest.approx(0.5 + 0.75 + 0.5)
