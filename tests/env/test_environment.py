@@ -49,7 +49,7 @@ def test_bad_calls_are_clear_errors():
         env.reset("no_such_task")
     with pytest.raises(ValueError, match="stop_on"):
         EnvConfig(stop_on="sometimes")
-    with pytest.raises(ValueError, match="known"):
+    with pytest.raises(ValueError, match="RewardConfig.name must be one of"):
         KernelEnv(judge_config=CPU, reward_config=RewardConfig(name="nope"))
 
 
