@@ -264,7 +264,7 @@ def _print_results(results: list[EvalResult]) -> None:
             _fmt(r.runtime.median_ms if r.runtime else None, ".3f"),
             _fmt(r.speedup_eager, ".2f"), _fmt(r.speedup_compile, ".2f"),
             _fmt(r.profile.triton_share if r.profile else None, ".0%"),
-            f"{sum(r.phase_seconds.values()):.1f}",
+            f"{r.wall_seconds:.1f}",
         )
     console.print(table)
     for r in results:

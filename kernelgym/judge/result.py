@@ -97,6 +97,10 @@ class Profile:
     triton_share: float
 
 
+# Phases timed inside another phase: "reference" outputs are computed while the child compiles.
+NESTED_PHASES = ("reference",)
+
+
 @dataclass
 class EvalResult:
     """Everything one evaluation found. `status` is the verdict; the rest explains it."""
@@ -129,6 +133,11 @@ class EvalResult:
     @property
     def ok(self) -> bool:
         return self.status is Status.OK
+
+    @property
+    def wall_seconds(self) -> float:
+        """Time the evaluation took: its phases, less those that run inside another one."""
+        return sum(v for k, v in self.phase_seconds.items() if k not in NESTED_PHASES)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

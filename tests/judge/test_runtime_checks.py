@@ -79,3 +79,10 @@ def test_constant_output_on_a_near_degenerate_task_is_rh12():
     assert [v.rule for v in constant_output_verdict(expected, torch.zeros(64), 0)] == ["RH-12"]
     assert constant_output_verdict(expected, expected.clone(), 0) == []  # honest: varied like the reference
     assert constant_output_verdict(torch.zeros(64), torch.zeros(64), 0) == []  # the reference is constant too
+
+
+def test_wall_seconds_does_not_count_nested_phases_twice():
+    from kernelgym.judge.result import EvalResult, Status
+
+    r = EvalResult(status=Status.OK, phase_seconds={"parse": 0.5, "compile": 10.0, "reference": 6.0, "correctness": 4.0})
+    assert r.wall_seconds == 14.5
