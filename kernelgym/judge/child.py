@@ -1,6 +1,6 @@
 """The untrusted side: imports and runs one candidate, answers the parent's requests.
 
-Started by `sandbox.CandidateProcess` as `python -m kernelgym.judge.child IN_FD OUT_FD MEM [DEVICE]`
+Started by `sandbox.CandidateProcess` as `python -m kernelgym.judge.child IN_FD OUT_FD MEM AREA_FD [DEVICE]`
 in its own process group, private scratch dir and Triton cache. It never sees expected outputs or future
 seeds: the parent sends each trial's inputs when it runs and compares the outputs itself. Checks
 made here (output types, aliasing, mutation, launches, threads) are cheap early rejects; the
@@ -23,7 +23,8 @@ def _limit_resources(cpu_memory_bytes: int | None) -> None:
 def main() -> None:
     in_fd, out_fd = int(sys.argv[1]), int(sys.argv[2])
     mem = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    warm_device = sys.argv[4] if len(sys.argv) > 4 else ""  # given only to warm-pool processes
+    area_fd = int(sys.argv[4]) if len(sys.argv) > 4 else -1  # the parent's sealed output area (-1: none)
+    warm_device = sys.argv[5] if len(sys.argv) > 5 else ""  # given only to warm-pool processes
     _limit_resources(mem or None)
     # Heavy imports happen here, before the candidate exists, so they cannot be tampered with first.
     import torch  # noqa: F401
@@ -34,6 +35,12 @@ def main() -> None:
     # Bound before the candidate exists: patching the module attributes later changes nothing here.
     send, recv = protocol.send, protocol.recv
     _TRUSTED.update(time_calls=timing.time_calls, profile_kernels=profiling.profile_kernels)
+    area = None
+    if area_fd >= 0:
+        import os
+
+        os.set_inheritable(area_fd, False)  # processes the answer starts do not get it
+        area = protocol.OutputArea.attach(area_fd)
     if warm_device:
         _warm_up(warm_device)
         send(out_fd, {"op": "ready"})
@@ -54,7 +61,10 @@ def main() -> None:
                 reply = handler(msg)
             except BaseException as e:  # noqa: BLE001 - e.g. CUDA OOM while regenerating inputs: a verdict, not a death
                 reply = session._error(e, phase=str(op))
-        send(out_fd, reply)
+        try:
+            send(out_fd, reply, area)
+        except BaseException as e:  # noqa: BLE001 - copying outputs out failed (e.g. a late illegal address)
+            send(out_fd, session._error(e, phase=str(op)))
 
 
 _TRUSTED: dict = {}  # harness functions captured before the answer is imported
@@ -215,14 +225,12 @@ class _Session:
             "launches": self.recorder.take(),
             "is_sequence": isinstance(out, (tuple, list)),
         }
-        try:
-            reply["outputs"] = [
-                torch.Tensor.detach(o).to("cpu").clone() if type(o) is torch.Tensor and not vars(o)
-                else (o if _plain(o) else repr(o)[:200])
-                for o in outs
-            ]
-        except BaseException as e:  # noqa: BLE001 - e.g. an illegal address surfacing on the copy
-            return self._error(e, phase="forward")
+        # Tensors stay where they are: `send` copies them into the output area (or the pipe), and
+        # a fault surfacing on that copy becomes this op's error reply.
+        reply["outputs"] = [
+            torch.Tensor.detach(o) if type(o) is torch.Tensor and not vars(o) else (o if _plain(o) else repr(o)[:200])
+            for o in outs
+        ]
         return reply
 
     # -- time / profile: GPU only ------------------------------------------------------------------
@@ -251,7 +259,7 @@ class _Session:
         """Outputs of the last timed call per input set, fetched after the timing lock is released."""
         import torch
 
-        return {"outputs": [[torch.Tensor.detach(o).cpu() if type(o) is torch.Tensor and not vars(o) else repr(o)[:200]
+        return {"outputs": [[torch.Tensor.detach(o) if type(o) is torch.Tensor and not vars(o) else repr(o)[:200]
                              for o in (out if isinstance(out, (tuple, list)) else [out])]
                             for out in self.timed_outputs]}
 

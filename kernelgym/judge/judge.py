@@ -38,7 +38,7 @@ from kernelgym.judge.runtime_checks import (
     profile_verdicts,
 )
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
-from kernelgym.judge.timing import gpu_lock
+from kernelgym.judge.timing import GpuHold, gpu_lock
 from kernelgym.judge.versions import software_versions
 from kernelgym.tasks.task import Task
 
@@ -53,7 +53,19 @@ class _PhaseClock:
         try:
             yield
         finally:
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 4)
+            self.add(name, time.perf_counter() - t0)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + seconds, 4)
+
+    @contextlib.contextmanager
+    def locked(self, device: str, exclusive: bool) -> Iterator[GpuHold | None]:
+        """`gpu_lock`, with the wait for it added to the `gpu_wait` phase: under load, how long
+        an evaluation queued behind its neighbours' measurements."""
+        t0 = time.perf_counter()
+        with gpu_lock(device, exclusive) as hold:
+            self.add("gpu_wait", time.perf_counter() - t0)
+            yield hold
 
 
 @dataclass
@@ -147,6 +159,8 @@ def _evaluate(scratch: Path, code: str, report: Any, reference: Reference, rng: 
             _run(child, code_path, report, reference, rng, config, result, clock)
     except ChildFailed as f:
         _finish(result, Status(f.status), f.message, error=trim_text(f.message), fault=f.fault)
+    if child.transfer_seconds:
+        clock.add("output_transfer", child.transfer_seconds)
     if child.leftovers:
         result.correct = False
         result.cheats.append(CheatVerdict("RH-27", f"the answer left {child.leftovers} process(es) running outside "
@@ -170,7 +184,7 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
     result.compiled = True
     result.cheats.extend(load_verdicts(reply))
     with clock("correctness"):
-        if not _correctness(child, trials, report, config, result):
+        if not _correctness(child, trials, report, config, result, clock):
             return None
     if result.device == "cpu":
         result.timing_note = "not measured: timing and profiling need a GPU (this run used the CPU interpreter)"
@@ -206,17 +220,18 @@ def _draw_trial(reference: Reference, rng: random.Random, config: JudgeConfig, i
 
 
 def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, config: JudgeConfig,
-                 result: EvalResult) -> bool:
+                 result: EvalResult, clock: _PhaseClock) -> bool:
     """Run every trial; fill `result`. True when all passed and no run-time rule fired."""
     launches_by_grad: dict[bool, dict[str, int]] = {False: {}, True: {}}
     for t in trials:
         poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
         # The seed is revealed only now; the child regenerates the inputs (no bulk transfer) and
         # proves it by their digest. Expected outputs stay here.
-        with gpu_lock(result.device, exclusive=False):
+        with clock.locked(result.device, exclusive=False) as hold, clock("trial_runs"):
             reply = child.request({"op": "trial", "index": t.index, "seed": t.seed, "distribution": t.distribution,
                                    "grad": t.grad, "poison_bytes": poison, "probe_seed": t.probe_seed,
-                                   "probe_of": t.probe_of.index if t.probe_of is not None else None})
+                                   "probe_of": t.probe_of.index if t.probe_of is not None else None},
+                                  yield_to=hold)
         if "error" in reply:
             result.trials.append(TrialResult(t.index, t.label, t.grad, False, message=_first_line(reply["error"])))
             _finish(result, Status(reply["kind"]), f"trial {t.index}: {_first_line(reply['error'])}",
@@ -227,7 +242,7 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
             launches_by_grad[t.grad][name] = launches_by_grad[t.grad].get(name, 0) + n
         outputs = reply.get("outputs", [])
         actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
-        with gpu_lock(result.device, exclusive=False):
+        with clock.locked(result.device, exclusive=False), clock("compare"):
             cmp = compare_outputs(t.expected, actual, config, scaled=t.distribution == "wide")
             if cmp.passed:
                 result.cheats.extend(constant_output_verdict(t.expected, actual, t.index))
@@ -241,7 +256,7 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
     grads_run = {t.grad for t in trials}
     result.cheats.extend(launch_verdicts(launches_by_grad, grads_run, report.kernels))
     if not result.cheats and all(t.passed for t in result.trials):
-        result.cheats.extend(_ghost_replay(child, trials, config, result.device))
+        result.cheats.extend(_ghost_replay(child, trials, config, result.device, clock))
     result.kernels_launched = sorted({k for d in launches_by_grad.values() for k in d})
     if result.cheats:
         rules = ", ".join(sorted({c.rule for c in result.cheats}))
@@ -257,7 +272,8 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
     return True
 
 
-def _ghost_replay(child: CandidateProcess, trials: list[_Trial], config: JudgeConfig, device: str) -> list[CheatVerdict]:
+def _ghost_replay(child: CandidateProcess, trials: list[_Trial], config: JudgeConfig, device: str,
+                  clock: _PhaseClock) -> list[CheatVerdict]:
     """Re-run a trial with the answer's Triton kernels turned into no-ops: if the output is still
     right, the kernels are decoys (RH-02). Trial 1 is used, not the last one run, so memory left
     over from the previous call cannot hold the right answer."""
@@ -266,9 +282,9 @@ def _ghost_replay(child: CandidateProcess, trials: list[_Trial], config: JudgeCo
         return []
     t = plain[1]
     poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
-    with gpu_lock(device, exclusive=False):
+    with clock.locked(device, exclusive=False) as hold, clock("ghost_replay"):
         reply = child.request({"op": "trial", "index": -1, "seed": t.seed, "distribution": t.distribution,
-                               "grad": False, "poison_bytes": poison, "ghost": True})
+                               "grad": False, "poison_bytes": poison, "ghost": True}, yield_to=hold)
         if "error" in reply:
             return []  # the answer needs its kernels: what it should do
         outputs = reply.get("outputs", [])
@@ -282,30 +298,34 @@ def _ghost_replay(child: CandidateProcess, trials: list[_Trial], config: JudgeCo
 def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any, reference: Reference,
                       rng: random.Random, config: JudgeConfig, result: EvalResult, clock: _PhaseClock) -> None:
     from kernelgym.judge.result import RuntimeStats
-    from kernelgym.judge.timing import timing_lock
 
     with clock("timing"):
         # Fresh seeds: a result cached during the correctness trials can never be replayed here.
         sets = [_draw_trial(reference, rng, config, len(trials) + i, grad=False)
                 for i in range(config.timing_input_sets)]
-        prep = child.request({"op": "timing_inputs", "sets": [(t.seed, t.distribution) for t in sets]})
+        with clock.locked(result.device, exclusive=False) as hold:
+            prep = child.request({"op": "timing_inputs", "sets": [(t.seed, t.distribution) for t in sets]},
+                                 yield_to=hold)
         if "error" in prep:
             return _finish(result, Status(prep["kind"]), f"before timing: {_first_line(prep['error'])}",
                            error=prep["error"], fault=prep.get("fault", ""))
         if prep.get("inputs_digests") != [t.inputs_digest for t in sets]:
             result.cheats.append(CheatVerdict("RH-20", "the timing inputs the answer ran on differ from the task's "
                                               "(input generation was tampered with)", "runtime"))
-        with timing_lock(result.device):
+        with clock.locked(result.device, exclusive=True), clock("measure"):
             reply = child.request({"op": "time", "warmup": config.timing_warmup, "reps": config.timing_reps,
                                    "flush_bytes": config.l2_flush_bytes})
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",
                        error=reply["error"], fault=reply.get("fault", ""))
     result.cheats.extend(harness_verdicts(reply, "timing"))
-    result.cheats.extend(check_timed_outputs(child.request({"op": "timed_outputs"}), sets, config))
+    with clock("timed_outputs"):
+        with clock.locked(result.device, exclusive=False) as hold:
+            outputs = child.request({"op": "timed_outputs"}, yield_to=hold)
+            result.cheats.extend(check_timed_outputs(outputs, sets, config))
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
-        with clock("profile"), timing_lock(result.device):
+        with clock("profile"), clock.locked(result.device, exclusive=True):
             prof = child.request({"op": "profile", "reps": PROFILE_REPS})
         if "error" not in prof:
             result.profile = profile_summary(prof["kernels"], report.kernels)

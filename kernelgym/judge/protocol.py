@@ -1,14 +1,21 @@
 """Framing between the trusted parent and the untrusted child: a length-prefixed `torch.save`
-skeleton, then the raw bytes of every CPU tensor in the message.
+skeleton, then the raw bytes of every tensor in the message, in a shared output area or the pipe.
 
 The parent decodes the skeleton with `torch.load(weights_only=True)`, so a hostile child can send
 only plain containers, numbers, strings and tensors, never objects that run code when unpickled.
+
+Bulk outputs (hundreds of MiB per trial) go through an `OutputArea`: a memfd the parent creates,
+sizes and seals before the child starts, so the child copies each output straight from the GPU
+into it and the parent copies it straight back to its own GPU memory; no pipe, no intermediate
+copies (a 256 MiB output: ~0.07 s instead of ~1.3 s on the H100 machine).
 """
 
 from __future__ import annotations
 
+import fcntl
 import io
 import math
+import mmap
 import os
 import select
 import struct
@@ -49,6 +56,62 @@ def widen(fd: int) -> None:
         pass  # not Linux, or over /proc/sys/fs/pipe-max-size: the default buffer still works
 
 
+_ALIGN = 64  # every tensor in the area starts on a 64-byte boundary: any dtype's view is aligned
+
+
+class OutputArea:
+    """A shared memory region for the child's replies.
+
+    The parent creates it (`create`) with a fixed capacity and seals its size before the child
+    exists, so nothing the child does can make the parent's mapping fault (a shrunk file would
+    raise SIGBUS in the trusted process). The child maps it read-write (`attach`); the parent only
+    ever copies out of it, once per tensor, into memory of its own: a child that keeps writing
+    after replying can change only its own answer. Pages are allocated on first write and freed
+    when both sides have closed it."""
+
+    def __init__(self, fd: int, capacity: int) -> None:
+        self.fd, self.capacity = fd, capacity
+        self._map: mmap.mmap | None = None
+
+    @classmethod
+    def create(cls, capacity: int) -> "OutputArea | None":
+        """A new sealed area, or None where memfds or seals are unavailable (the pipe is used)."""
+        try:
+            fd = os.memfd_create("kernelgym-outputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        except (AttributeError, OSError):
+            return None
+        try:
+            os.ftruncate(fd, capacity)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        except (AttributeError, OSError):
+            os.close(fd)
+            return None
+        return cls(fd, capacity)
+
+    @classmethod
+    def attach(cls, fd: int) -> "OutputArea":
+        """The child's side of an inherited area."""
+        return cls(fd, os.fstat(fd).st_size)
+
+    def view(self, offset: int, nbytes: int) -> torch.Tensor:
+        """`nbytes` of the area at `offset` as a uint8 tensor (no copy)."""
+        if self._map is None:
+            self._map = mmap.mmap(self.fd, self.capacity, flags=mmap.MAP_SHARED,
+                                  prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        return torch.frombuffer(self._map, dtype=torch.uint8, count=nbytes, offset=offset)
+
+    def close(self) -> None:
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:  # a view is still alive somewhere: the mapping goes with it
+                pass
+            self._map = None
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 def encode(obj: Any) -> bytes:
     buf = io.BytesIO()
     torch.save(obj, buf)
@@ -63,8 +126,8 @@ def decode(data: bytes) -> Any:
 
 
 def _strip(obj: Any, tensors: list[torch.Tensor]) -> Any:
-    if isinstance(obj, torch.Tensor) and obj.device.type == "cpu" and not obj.requires_grad:
-        tensors.append(obj.detach().contiguous())
+    if isinstance(obj, torch.Tensor) and not obj.requires_grad:
+        tensors.append(obj.detach())
         return {_TENSOR_KEY: len(tensors) - 1}
     if isinstance(obj, dict):
         return {k: _strip(v, tensors) for k, v in obj.items()}
@@ -89,15 +152,34 @@ def _fill(obj: Any, tensors: list[torch.Tensor]) -> Any:
     return obj
 
 
-def send(fd: int, obj: Any) -> None:
+def send(fd: int, obj: Any, area: OutputArea | None = None) -> None:
+    """Write one message. Tensors (on any device) go into `area` when they all fit, else through
+    the pipe. Every copy happens before the first byte is written, so a copy that fails (a GPU
+    fault surfacing late) raises here with the channel still clean for an error reply."""
     tensors: list[torch.Tensor] = []
     skeleton = _strip(obj, tensors)
-    layout = [(str(t.dtype).removeprefix("torch."), list(t.shape), t.numel() * t.element_size()) for t in tensors]
+    sizes = [t.numel() * t.element_size() for t in tensors]
+    offsets, end = [], 0
+    for n in sizes:
+        offsets.append(end)
+        end += -(-n // _ALIGN) * _ALIGN
+    use_area = area is not None and tensors and end <= area.capacity
+    inline: list[torch.Tensor] = []
+    for t, n, off in zip(tensors, sizes, offsets):
+        if not n:
+            continue
+        if use_area:
+            area.view(off, n).view(t.dtype).view(t.shape).copy_(t)
+        else:
+            inline.append(t.cpu().contiguous())
+    if use_area and any(t.device.type == "cuda" for t in tensors):
+        torch.cuda.synchronize()
+    layout = [(str(t.dtype).removeprefix("torch."), list(t.shape), n, off if use_area else -1)
+              for t, n, off in zip(tensors, sizes, offsets)]
     meta = encode({"skeleton": skeleton, "tensors": layout})
     _write_all(fd, memoryview(_HEADER.pack(len(meta)) + meta))
-    for t in tensors:
-        if t.numel():
-            _write_all(fd, memoryview(t.view(-1).view(torch.uint8).numpy()))
+    for t in inline:
+        _write_all(fd, memoryview(t.view(-1).view(torch.uint8).numpy()))
 
 
 def _write_all(fd: int, view: memoryview) -> None:
@@ -128,9 +210,13 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     return bytes(buf)
 
 
-def recv(fd: int, max_bytes: int, deadline: float | None = None) -> Any:
+def recv(fd: int, max_bytes: int, deadline: float | None = None, stats: dict[str, float] | None = None,
+         area: OutputArea | None = None, device: str = "cpu") -> Any:
     """One message. Everything a hostile sender controls is checked before memory is committed:
-    the skeleton's size, each tensor's dtype, shape and byte count, and the total against `max_bytes`."""
+    the skeleton's size, each tensor's dtype, shape, byte count and area offset, and the total
+    against `max_bytes`. Tensors from the area are copied to `device` (the comparison's device);
+    those from the pipe arrive on the CPU. `stats`, when given, gets `body_s`: the seconds spent
+    copying tensor bytes after the skeleton."""
     (length,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
     if length > max_bytes:
         raise ChannelViolation(f"message of {length:,} bytes exceeds the {max_bytes:,}-byte limit")
@@ -139,21 +225,33 @@ def recv(fd: int, max_bytes: int, deadline: float | None = None) -> Any:
         raise ChannelViolation("message without a skeleton and tensor layout")
     total = length
     tensors = []
+    t0 = time.perf_counter()
     for entry in meta["tensors"]:
-        dtype, shape, nbytes = _checked_layout(entry)
+        dtype, shape, nbytes, offset = _checked_layout(entry)
         total += nbytes
         if total > max_bytes:
             raise ChannelViolation(f"message of more than {max_bytes:,} bytes exceeds the limit")
+        if offset >= 0:
+            if area is None or offset % _ALIGN or offset + nbytes > area.capacity:
+                raise ChannelViolation(f"tensor at offset {offset} of {nbytes} bytes is outside the output area")
+            # One copy out of the shared pages into memory the child cannot touch.
+            shared = area.view(offset, nbytes).view(dtype).reshape(shape) if nbytes else torch.empty(shape, dtype=dtype)
+            tensors.append(shared.to(device, copy=True))
+            continue
         raw = torch.empty(nbytes, dtype=torch.uint8)
         if nbytes:
             _read_into(fd, memoryview(raw.numpy()), deadline)
         tensors.append(raw.view(dtype).reshape(shape))
+    if stats is not None:
+        stats["body_s"] = time.perf_counter() - t0
     return _fill(meta["skeleton"], tensors)
 
 
-def _checked_layout(entry: Any) -> tuple[torch.dtype, list[int], int]:
+def _checked_layout(entry: Any) -> tuple[torch.dtype, list[int], int, int]:
     try:
-        name, shape, nbytes = entry
+        name, shape, nbytes, offset = entry
+        if not isinstance(offset, int):
+            raise ValueError
         dtype = getattr(torch, name)
         if not isinstance(dtype, torch.dtype) or not all(isinstance(d, int) and d >= 0 for d in shape):
             raise ValueError
@@ -162,4 +260,4 @@ def _checked_layout(entry: Any) -> tuple[torch.dtype, list[int], int]:
         raise ChannelViolation(f"bad tensor layout {entry!r:.200}") from None
     if expected != nbytes:
         raise ChannelViolation(f"tensor layout {entry!r:.200} does not add up")
-    return dtype, shape, nbytes
+    return dtype, shape, nbytes, offset

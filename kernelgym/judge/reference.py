@@ -74,7 +74,8 @@ class Reference:
         """One trial's inputs, generated on the judge's device; the child regenerates the same
         ones from the seed once it is revealed, and proves it by their digest."""
         try:
-            return make_inputs(self.module, seed, distribution, self.device)
+            with gpu_lock(self.device, exclusive=False):  # kernels of ours: never beside a measurement
+                return make_inputs(self.module, seed, distribution, self.device)
         except Exception as e:
             raise TaskError(f"task {self.task.task_id}: get_inputs() failed: {type(e).__name__}: {e}") from None
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import resource
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -56,11 +57,14 @@ class CandidateProcess:
         self.max_log_bytes = max_log_bytes
         self.max_message_bytes = max_message_bytes
         self.flooded = False
+        self.transfer_seconds = 0.0  # reading output bytes off the pipe, summed over replies
         self.log_bytes = 0
         self._tail = bytearray()
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
-        protocol.widen(from_child_w)  # outputs of hundreds of MiB come back this way
+        protocol.widen(from_child_w)  # replies too large for the output area come back this way
+        self.area = protocol.OutputArea.create(_AREA_BYTES_CPU if device == "cpu" else _AREA_BYTES_GPU)
+        area_fd = self.area.fd if self.area is not None else -1
         env = _child_env(scratch, device)
         # Every descendant inherits this marker, so one that escapes the process group (setsid,
         # double fork) is still found and killed when the evaluation ends (RH-27).
@@ -68,10 +72,26 @@ class CandidateProcess:
         env[MARKER_VAR] = self.marker
         self.leftovers = 0
         argv = [sys.executable, "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w),
-                str(cpu_memory_bytes)] + ([device] if announce_ready else [])
-        self.proc = subprocess.Popen(
+                str(cpu_memory_bytes), str(area_fd)] + ([device] if announce_ready else [])
+        try:
+            self.proc = self._spawn(argv, to_child_r, from_child_w, area_fd, scratch, env)
+        except BaseException:
+            for fd in (to_child_r, from_child_w, self._to_child, self._from_child):
+                os.close(fd)
+            if self.area is not None:
+                self.area.close()
+            raise
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._reader = threading.Thread(target=self._drain_output, daemon=True)
+        self._reader.start()
+
+    @staticmethod
+    def _spawn(argv: list[str], to_child_r: int, from_child_w: int, area_fd: int, scratch: Path,
+               env: dict[str, str]) -> subprocess.Popen:
+        return subprocess.Popen(
             argv,
-            pass_fds=(to_child_r, from_child_w),
+            pass_fds=(to_child_r, from_child_w) + ((area_fd,) if area_fd >= 0 else ()),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -79,10 +99,6 @@ class CandidateProcess:
             env=env,
             start_new_session=True,
         )
-        os.close(to_child_r)
-        os.close(from_child_w)
-        self._reader = threading.Thread(target=self._drain_output, daemon=True)
-        self._reader.start()
 
     @classmethod
     def start(cls, scratch: Path, device: str, deadline: float, max_log_bytes: int, max_message_bytes: int,
@@ -155,10 +171,41 @@ class CandidateProcess:
     def output_tail(self) -> str:
         return self._tail.decode("utf-8", errors="replace")
 
-    def request(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Send one request and wait for its reply; raises `ChildFailed` on any fault."""
+    def request(self, msg: dict[str, Any], yield_to: "Yieldable | None" = None) -> dict[str, Any]:
+        """Send one request and wait for its reply; raises `ChildFailed` on any fault. With
+        `yield_to` (the GPU lock share the request runs under), a request still running after
+        `YIELD_GRACE_S` while a measurement waits is paused (SIGSTOP) until the measurement is done."""
         self.send(msg)
+        if yield_to is not None:
+            self._wait_yielding(yield_to)
         return self.receive()
+
+    def _wait_yielding(self, hold: "Yieldable") -> None:
+        """Wait for the reply's first byte, stepping aside for queued measurements. Time spent
+        stopped is not the answer's: its deadline moves by as much."""
+        held_since = time.monotonic()
+        while True:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                return  # `receive` reports the timeout
+            ready, _, _ = select.select([self._from_child], [], [], min(left, _YIELD_POLL_S))
+            if ready:
+                return
+            if time.monotonic() - held_since >= YIELD_GRACE_S and hold.writer_waiting():
+                stopped = time.monotonic()
+                self._signal_group(signal.SIGSTOP)
+                try:
+                    hold.step_aside()
+                finally:
+                    self._signal_group(signal.SIGCONT)
+                    self.deadline += time.monotonic() - stopped
+                held_since = time.monotonic()
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def send(self, msg: dict[str, Any]) -> None:
         if self._idle_since is not None:
@@ -172,8 +219,11 @@ class CandidateProcess:
     def receive(self) -> dict[str, Any]:
         """The next reply; raises `ChildFailed` on timeout, death, flood or a malformed reply."""
         try:
-            reply = protocol.recv(self._from_child, self.max_message_bytes, self.deadline)
+            stats: dict[str, float] = {}
+            reply = protocol.recv(self._from_child, self.max_message_bytes, self.deadline, stats, self.area,
+                                  self.device)
             self._idle_since = time.monotonic()
+            self.transfer_seconds += stats.get("body_s", 0.0)
         except protocol.ChannelTimeout:
             self.kill()
             raise ChildFailed("timeout", "wall_clock", "the answer ran past the time limit and was killed") from None
@@ -232,14 +282,30 @@ class CandidateProcess:
         for fd in fds:
             if fd >= 0:
                 os.close(fd)
+        if self.area is not None:
+            self.area.close()  # its pages are freed now that the child is gone too
         self._reader.join(timeout=2)
         if self.owns_scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 MARKER_VAR = "KERNELGYM_EVAL"
+YIELD_GRACE_S = 1.0  # a request holds its GPU share this long before it steps aside for a measurement
+_YIELD_POLL_S = 0.25
+# Output area capacity: address space only; pages exist once written. CPU children have an
+# address-space limit (JudgeConfig.cpu_memory_gb), so theirs is smaller; larger replies use the pipe.
+_AREA_BYTES_GPU = 16 << 30
+_AREA_BYTES_CPU = 1 << 30
 _STARTUP_LOG_BYTES = 1 << 20  # a warm child's limits before `assign`: it runs only trusted start-up code
 _STARTUP_MESSAGE_BYTES = 1 << 16
+
+
+class Yieldable(Protocol):
+    """A held share of a GPU that can let a queued measurement through (`timing.GpuHold`)."""
+
+    def writer_waiting(self) -> bool: ...
+
+    def step_aside(self) -> None: ...
 
 
 class CandidateSource(Protocol):

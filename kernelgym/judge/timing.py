@@ -1,8 +1,9 @@
 """Honest GPU timing, shared by the trusted reference side and the candidate child.
 
 CUDA events around each call, a device-wide synchronize before reading them (work left on other
-streams is waited for), L2 flushed before every call, warm-up excluded, fresh input storage per
-call, `torch.no_grad()`. A measurement has its GPU to itself (`gpu_lock`).
+streams is waited for), L2 flushed before every call (and the call enqueued while the flush runs,
+so launch latency is not timed), warm-up excluded, fresh input storage per call, `torch.no_grad()`.
+A measurement has its GPU to itself (`gpu_lock`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch
 from kernelgym.judge.inputs import clone_values, varied_copy
 
 @contextlib.contextmanager
-def gpu_lock(device: str, exclusive: bool) -> Iterator[None]:
+def gpu_lock(device: str, exclusive: bool) -> Iterator["GpuHold | None"]:
     """A per-GPU readers-writer lock across threads and processes of this machine.
 
     Work that runs kernels (correctness trials, reference outputs) holds it shared; a timing or
@@ -28,17 +29,18 @@ def gpu_lock(device: str, exclusive: bool) -> Iterator[None]:
     measured. Writers have priority through a turnstile: readers pass it before taking their share,
     a writer holds it while it waits and measures, so a stream of trials cannot starve timing.
     Every acquisition opens its own descriptors, which makes `flock` exclude threads too.
+    Yields the `GpuHold` (None on the CPU, where nothing is locked).
     """
     if torch.device(device).type != "cuda":
-        yield
+        yield None
         return
-    with file_rw_lock(os.path.join(tempfile.gettempdir(), f"kernelgym-gpu-{_gpu_key(device)}"), exclusive):
+    with file_rw_lock(os.path.join(tempfile.gettempdir(), f"kernelgym-gpu-{_gpu_key(device)}"), exclusive) as hold:
         if not exclusive:
-            yield
+            yield hold
             return
         start = time.time()
         try:
-            yield
+            yield hold
         finally:
             _log_busy(start, time.time())
 
@@ -77,8 +79,36 @@ def _log_busy(start: float, end: float) -> None:
         pass
 
 
+class GpuHold:
+    """One holder's side of `file_rw_lock`. A reader whose work runs long (a candidate's trial
+    that hangs, spins or is just slow) can `step_aside` so a waiting measurement is not held up
+    by it: without this, one answer stuck in `forward` blocked every measurement on its GPU until
+    its timeout (30 s of a 90 s benchmark; 300 s with the default timeout)."""
+
+    def __init__(self, base: str, gate: Any, main: Any) -> None:
+        self._base, self._gate, self._main = base, gate, main
+
+    def writer_waiting(self) -> bool:
+        """Someone is in the turnstile: a measurement waiting for the readers (or, for an instant,
+        a reader passing through; stepping aside for it costs a few milliseconds)."""
+        with open(self._base + ".turnstile", "a") as probe:
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(probe, fcntl.LOCK_UN)
+            return False
+
+    def step_aside(self) -> None:
+        """Give up this reader's share, wait for the queued measurements to pass, take it back."""
+        fcntl.flock(self._main, fcntl.LOCK_UN)
+        fcntl.flock(self._gate, fcntl.LOCK_EX)
+        fcntl.flock(self._gate, fcntl.LOCK_UN)
+        fcntl.flock(self._main, fcntl.LOCK_SH)
+
+
 @contextlib.contextmanager
-def file_rw_lock(base: str, exclusive: bool) -> Iterator[None]:
+def file_rw_lock(base: str, exclusive: bool) -> Iterator[GpuHold]:
     """The lock behind `gpu_lock`, on the files `base`.turnstile and `base`.lock."""
     with open(base + ".turnstile", "a") as gate, open(base + ".lock", "a") as main:
         fcntl.flock(gate, fcntl.LOCK_EX)
@@ -86,7 +116,7 @@ def file_rw_lock(base: str, exclusive: bool) -> Iterator[None]:
             if not exclusive:
                 fcntl.flock(gate, fcntl.LOCK_UN)
             fcntl.flock(main, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            yield
+            yield GpuHold(base, gate, main)
         finally:
             fcntl.flock(main, fcntl.LOCK_UN)
             fcntl.flock(gate, fcntl.LOCK_UN)
@@ -129,9 +159,12 @@ def time_calls(
         for i in range(reps):
             call = warmup + i
             args = args_for(call)
-            flush.zero_()
-            torch.cuda.synchronize()
+            torch.cuda.synchronize()  # the GPU is idle: nothing queued before the call is timed
             t0 = time.perf_counter()
+            # The L2 flush is ~0.1 ms of GPU work; while it runs the CPU enqueues the call, so the
+            # call's launch latency (tens of microseconds, more on a loaded CPU) is not timed, as
+            # in triton.testing.do_bench. Host work beyond the flush's length still is.
+            flush.zero_()
             starts[i].record()
             out = fn(*args)
             ends[i].record()
