@@ -163,7 +163,9 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=int, default=5, help="correctness trials")
     p.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit per answer, seconds")
     p.add_argument("--seed", type=int, default=None, help="master seed (default: a secret one per evaluation)")
-    p.add_argument("--reps", type=int, default=50, help="timed calls per measurement")
+    p.add_argument("--reps", type=int, default=50, help="timed calls per measurement, at least")
+    p.add_argument("--timing-budget", type=float, default=1.0,
+                   help="seconds a measurement keeps timing past --reps (0: exactly --reps calls)")
     p.add_argument("--no-compile-baseline", action="store_true", help="skip timing torch.compile of the reference")
 
 
@@ -175,7 +177,8 @@ def _config(args: argparse.Namespace) -> JudgeConfig:
         if not torch.cuda.is_available():
             raise UsageError("--device cuda asked for, but torch sees no GPU (use --device cpu)")
     return JudgeConfig(device=device, size=args.size, num_trials=args.trials, timeout_s=args.timeout,
-                       seed=args.seed, timing_reps=args.reps, time_compile_baseline=not args.no_compile_baseline)
+                       seed=args.seed, timing_reps=args.reps, timing_budget_s=args.timing_budget,
+                       time_compile_baseline=not args.no_compile_baseline)
 
 
 def _one_task(spec: str):  # noqa: ANN202

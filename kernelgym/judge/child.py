@@ -249,7 +249,7 @@ class _Session:
         sets = self.timing_sets  # the profile reuses them: no second transfer
         try:
             times, wall, self.timed_outputs = _TRUSTED["time_calls"](self.model, sets, msg["warmup"], msg["reps"],
-                                                                     msg["flush_bytes"])
+                                                                     msg["flush_bytes"], msg.get("budget_s", 0.0))
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="timing")
         return {"times_ms": times, "wall_ms": wall, "launches": self.recorder.take(),

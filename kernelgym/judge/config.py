@@ -34,7 +34,11 @@ class JudgeConfig:
     max_message_bytes: int = field(default=4 << 30, metadata={"help": "largest message the child may send back"})
     cpu_memory_gb: float = field(default=16.0, metadata={"help": "address-space limit of the child on cpu runs"})
     timing_warmup: int = field(default=5, metadata={"help": "untimed calls before timing"})
-    timing_reps: int = field(default=50, metadata={"help": "timed calls; the median is reported"})
+    timing_reps: int = field(default=50, metadata={"help": "timed calls at least; the median is reported"})
+    timing_budget_s: float = field(default=1.0, metadata={
+        "help": "keep timing past timing_reps until the measurement has run this long (at most 10,000 calls): "
+                "hundreds of samples for short kernels, so speedups repeat within ~2 percent between evaluations; "
+                "it bounds correct answers per GPU to about 1 / (budget + ~0.3 s) per second"})
     timing_input_sets: int = field(default=3, metadata={"help": "fresh input sets (never used in correctness) cycled during timing"})
     l2_flush_bytes: int = field(default=256 << 20, metadata={"help": "buffer written between timed calls"})
     time_compile_baseline: bool = field(default=True, metadata={"help": "also time torch.compile of the reference"})
@@ -62,6 +66,8 @@ class JudgeConfig:
         if unknown or not self.distributions:
             raise ValueError(f"JudgeConfig.distributions must be a non-empty subset of {INPUT_DISTRIBUTIONS}")
         self.distributions = tuple(self.distributions)
+        if self.timing_budget_s < 0:
+            raise ValueError("JudgeConfig needs timing_budget_s >= 0")
         if self.timing_input_sets < 1 or self.timing_reps < self.timing_input_sets or self.timing_warmup < 0:
             raise ValueError("JudgeConfig needs timing_input_sets >= 1, timing_reps >= timing_input_sets, "
                              "timing_warmup >= 0")

@@ -113,7 +113,7 @@ def clone_values(values: list[Any]) -> list[Any]:
 
 
 def varied_copy(values: list[Any], call: int) -> list[Any]:
-    """Fresh storage with every floating value scaled by its own factor in 1 ± (call + 1) * step
+    """Fresh storage with every floating value scaled by its own factor in 1 ± (call % 64 + 1) * step
     (a per-call random pattern drawn on the tensor's device): no two timed calls see the same
     values, and no fingerprint invariant to a global scale or shift can match (RH-11, RH-22).
     Zeros, signs and structure (triangular, sparse) stay as they were."""
@@ -123,7 +123,9 @@ def varied_copy(values: list[Any], call: int) -> list[Any]:
             gen = torch.Generator(device=v.device).manual_seed(0x7A11 + call)
             wobble = torch.rand(v.shape, generator=gen, device=v.device, dtype=v.dtype).mul_(2).sub_(1)
             step = max(2.0**-12, 2 * torch.finfo(v.dtype).eps)  # half precision: still a visible change
-            out.append(v * wobble.mul_((call + 1) * step).add_(1))
+            # The amplitude cycles (a time budget can mean thousands of calls): every factor stays
+            # within 1 ± 64 * step, so signs and domains (log, sqrt) are kept.
+            out.append(v * wobble.mul_((call % 64 + 1) * step).add_(1))
         else:
             out.append(v.clone() if isinstance(v, torch.Tensor) else v)
     return out

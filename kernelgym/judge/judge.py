@@ -99,7 +99,7 @@ def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) ->
     if parsed is not None:
         code, report = parsed
         rng = random.Random(config.seed if config.seed is not None else fresh_seed())
-        with clock("reference_setup"):
+        with clock("reference_setup"), gpu_lock(device, exclusive=False):
             reference = Reference(task, size, device, init_seed=rng.getrandbits(62))
         with tempfile.TemporaryDirectory(prefix="kernelgym-") as scratch:
             _evaluate(Path(scratch), code, report, reference, rng, config, result, clock)
@@ -175,7 +175,7 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
                     "init_inputs": reference.init_inputs, "init_seed": reference.init_seed,
                     "num_inputs": reference.num_inputs(), "task_source": reference.task.source,
                     "task_size": reference.size})
-        with clock("reference"):
+        with clock("reference"), gpu_lock(result.device, exclusive=False):  # no kernel of ours beside a measurement
             trials = _plan_trials(reference, rng, config)
         reply = child.receive()
     if "error" in reply:
@@ -301,9 +301,9 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
 
     with clock("timing"):
         # Fresh seeds: a result cached during the correctness trials can never be replayed here.
-        sets = [_draw_trial(reference, rng, config, len(trials) + i, grad=False)
-                for i in range(config.timing_input_sets)]
         with clock.locked(result.device, exclusive=False) as hold:
+            sets = [_draw_trial(reference, rng, config, len(trials) + i, grad=False)
+                    for i in range(config.timing_input_sets)]
             prep = child.request({"op": "timing_inputs", "sets": [(t.seed, t.distribution) for t in sets]},
                                  yield_to=hold)
         if "error" in prep:
@@ -314,7 +314,7 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
                                               "(input generation was tampered with)", "runtime"))
         with clock.locked(result.device, exclusive=True), clock("measure"):
             reply = child.request({"op": "time", "warmup": config.timing_warmup, "reps": config.timing_reps,
-                                   "flush_bytes": config.l2_flush_bytes})
+                                   "flush_bytes": config.l2_flush_bytes, "budget_s": config.timing_budget_s})
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",
                        error=reply["error"], fault=reply.get("fault", ""))

@@ -99,6 +99,7 @@ class Reference:
             tuple(sorted(software_versions().items())),
             config.timing_warmup,
             config.timing_reps,
+            config.timing_budget_s,
             config.l2_flush_bytes,
             config.time_compile_baseline,
         )
@@ -129,11 +130,12 @@ class Reference:
                 log.warning(note)
                 compiled_fn = None
         with timing_lock(self.device):
-            eager_ms, _, _ = time_calls(self.model, sets, config.timing_warmup, config.timing_reps, config.l2_flush_bytes)
+            eager_ms, _, _ = time_calls(self.model, sets, config.timing_warmup, config.timing_reps, config.l2_flush_bytes,
+                                        config.timing_budget_s)
             compiled = None
             if compiled_fn is not None:
                 comp_ms, _, _ = time_calls(compiled_fn, sets, config.timing_warmup, config.timing_reps,
-                                           config.l2_flush_bytes)
+                                           config.l2_flush_bytes, config.timing_budget_s)
                 compiled = RuntimeStats.from_samples(comp_ms)
         return RuntimeStats.from_samples(eager_ms), compiled, note
 

@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -34,9 +35,22 @@ def gpu_lock(device: str, exclusive: bool) -> Iterator["GpuHold | None"]:
     if torch.device(device).type != "cuda":
         yield None
         return
-    with file_rw_lock(os.path.join(tempfile.gettempdir(), f"kernelgym-gpu-{_gpu_key(device)}"), exclusive) as hold:
+    key = _gpu_key(device)
+    held = getattr(_HELD, key, None)
+    if held is not None:
+        # Shared work nested in shared work of the same thread runs under the outer share; taking
+        # it again could deadlock behind a writer queued in between.
+        if exclusive:
+            raise RuntimeError("a measurement cannot be nested in work holding the same GPU shared")
+        yield held
+        return
+    with file_rw_lock(os.path.join(tempfile.gettempdir(), f"kernelgym-gpu-{key}"), exclusive) as hold:
         if not exclusive:
-            yield hold
+            setattr(_HELD, key, hold)
+            try:
+                yield hold
+            finally:
+                delattr(_HELD, key)
             return
         start = time.time()
         try:
@@ -46,6 +60,7 @@ def gpu_lock(device: str, exclusive: bool) -> Iterator["GpuHold | None"]:
 
 
 _GPU_KEYS: dict[int, str] = {}
+_HELD = threading.local()  # per thread: GPU key -> the shared hold it is inside
 
 
 def _gpu_key(device: str) -> str:
@@ -133,45 +148,51 @@ def time_calls(
     warmup: int,
     reps: int,
     flush_bytes: int,
+    budget_s: float = 0.0,
+    max_reps: int = 10_000,
 ) -> tuple[list[float], list[float], list[Any]]:
     """Time `fn` on CUDA. Returns (event ms per call, host wall ms per call, last output per input set).
 
-    Calls cycle over `input_sets`; every call but the last one per set gets its values scaled by a
-    call-specific factor (`varied_copy`), so no call repeats another's values. The last call per set
-    runs on the set as given and its output is returned for validation against expected outputs.
+    At least `reps` timed calls, more while the measurement has run for less than `budget_s`
+    (at most `max_reps`): short kernels get hundreds of samples, so their median repeats between
+    evaluations. Calls cycle over `input_sets`; every call but the last one per set gets its
+    values scaled by a call-specific factor (`varied_copy`), so no call repeats another's values.
+    The last call per set runs on the set as given and its output is returned for validation.
     """
     k = len(input_sets)
-    total = warmup + reps
     flush = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device="cuda")
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
     wall: list[float] = []
     outputs: list[Any] = [None] * k
 
-    def args_for(call: int) -> list[Any]:
-        base = input_sets[call % k]
-        return clone_values(base) if call >= total - k else varied_copy(base, call)
+    def timed(call: int, args: list[Any]) -> Any:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()  # the GPU is idle: nothing queued before the call is timed
+        t0 = time.perf_counter()
+        # The L2 flush is ~0.1 ms of GPU work; while it runs the CPU enqueues the call, so the
+        # call's launch latency (tens of microseconds, more on a loaded CPU) is not timed, as
+        # in triton.testing.do_bench. Host work beyond the flush's length still is.
+        flush.zero_()
+        start.record()
+        out = fn(*args)
+        end.record()
+        torch.cuda.synchronize()
+        wall.append((time.perf_counter() - t0) * 1e3)
+        events.append((start, end))
+        return out
 
     with torch.no_grad():
         for i in range(warmup):
-            fn(*args_for(i))
+            fn(*varied_copy(input_sets[i % k], i))
         torch.cuda.synchronize()
-        for i in range(reps):
-            call = warmup + i
-            args = args_for(call)
-            torch.cuda.synchronize()  # the GPU is idle: nothing queued before the call is timed
-            t0 = time.perf_counter()
-            # The L2 flush is ~0.1 ms of GPU work; while it runs the CPU enqueues the call, so the
-            # call's launch latency (tens of microseconds, more on a loaded CPU) is not timed, as
-            # in triton.testing.do_bench. Host work beyond the flush's length still is.
-            flush.zero_()
-            starts[i].record()
-            out = fn(*args)
-            ends[i].record()
-            torch.cuda.synchronize()
-            wall.append((time.perf_counter() - t0) * 1e3)
-            if call >= total - k:
-                outputs[call % k] = out
-            del args
-    times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        began = time.perf_counter()
+        call = warmup
+        # Varied calls until the minimum is met and the budget spent, then one exact call per set.
+        while call - warmup < max(reps, k) - k or (time.perf_counter() - began < budget_s
+                                                    and call - warmup < max_reps - k):
+            timed(call, varied_copy(input_sets[call % k], call))
+            call += 1
+        for j in range(k):
+            outputs[(call + j) % k] = timed(call + j, clone_values(input_sets[(call + j) % k]))
+    times = [s.elapsed_time(e) for s, e in events]
     return times, wall, outputs
