@@ -164,7 +164,7 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit per answer, seconds")
     p.add_argument("--seed", type=int, default=None, help="master seed (default: a secret one per evaluation)")
     p.add_argument("--reps", type=int, default=50, help="timed calls per measurement, at least")
-    p.add_argument("--timing-budget", type=float, default=1.0,
+    p.add_argument("--timing-budget", type=float, default=0.0,
                    help="seconds a measurement keeps timing past --reps (0: exactly --reps calls)")
     p.add_argument("--no-compile-baseline", action="store_true", help="skip timing torch.compile of the reference")
 

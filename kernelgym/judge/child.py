@@ -302,7 +302,7 @@ class _InputSource:
 
 
 _HARNESS = (
-    ("kernelgym.judge.timing", ("time_calls", "gpu_lock", "timing_lock")),
+    ("kernelgym.judge.timing", ("time_calls", "gpu_lock", "timing_lock", "_gpu_sleep", "varied_copy", "clone_values")),
     ("kernelgym.judge.profiling", ("profile_kernels",)),
     ("kernelgym.judge.protocol", ("send", "recv")),
     ("kernelgym.judge.inputs", ("make_inputs", "digest", "varied_copy", "clone_values", "swap_probe")),

@@ -35,10 +35,9 @@ class JudgeConfig:
     cpu_memory_gb: float = field(default=16.0, metadata={"help": "address-space limit of the child on cpu runs"})
     timing_warmup: int = field(default=5, metadata={"help": "untimed calls before timing"})
     timing_reps: int = field(default=50, metadata={"help": "timed calls at least; the median is reported"})
-    timing_budget_s: float = field(default=1.0, metadata={
-        "help": "keep timing past timing_reps until the measurement has run this long (at most 10,000 calls): "
-                "hundreds of samples for short kernels, so speedups repeat within ~2 percent between evaluations; "
-                "it bounds correct answers per GPU to about 1 / (budget + ~0.3 s) per second"})
+    timing_budget_s: float = field(default=0.0, metadata={
+        "help": "keep timing past timing_reps until the measurement has run this long (at most 10,000 calls); "
+                "0: exactly timing_reps calls. Each second is a second of exclusive GPU time per correct answer"})
     timing_input_sets: int = field(default=3, metadata={"help": "fresh input sets (never used in correctness) cycled during timing"})
     l2_flush_bytes: int = field(default=256 << 20, metadata={"help": "buffer written between timed calls"})
     time_compile_baseline: bool = field(default=True, metadata={"help": "also time torch.compile of the reference"})

@@ -176,7 +176,7 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
                     "num_inputs": reference.num_inputs(), "task_source": reference.task.source,
                     "task_size": reference.size})
         with clock("reference"), gpu_lock(result.device, exclusive=False):  # no kernel of ours beside a measurement
-            trials = _plan_trials(reference, rng, config)
+            trials, ghost = _plan_trials(reference, rng, config)
         reply = child.receive()
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), _first_line(reply["error"]), error=reply["error"],
@@ -184,7 +184,7 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
     result.compiled = True
     result.cheats.extend(load_verdicts(reply))
     with clock("correctness"):
-        if not _correctness(child, trials, report, config, result, clock):
+        if not _correctness(child, trials, ghost, report, config, result, clock):
             return None
     if result.device == "cpu":
         result.timing_note = "not measured: timing and profiling need a GPU (this run used the CPU interpreter)"
@@ -193,17 +193,19 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
     return None
 
 
-def _plan_trials(reference: Reference, rng: random.Random, config: JudgeConfig) -> list[_Trial]:
-    """Secret seeds, cycled distributions, grad alternating off/on, then the cache probe."""
+def _plan_trials(reference: Reference, rng: random.Random, config: JudgeConfig) -> tuple[list[_Trial], _Trial]:
+    """Secret seeds, cycled distributions, grad alternating off/on, then the cache probe; and,
+    apart, the ghost replay's input set (RH-02), from a seed of its own."""
     trials = [_draw_trial(reference, rng, config, i, grad=(i % 2 == 1)) for i in range(config.num_trials)]
     first, probe_seed = trials[0], rng.getrandbits(62)
     probe_inputs = swap_probe(first.inputs, probe_seed)
     trials.append(_Trial(len(trials), first.seed, first.distribution, grad=first.grad, inputs=probe_inputs,
                          expected=reference.expected(probe_inputs), inputs_digest=digest(probe_inputs),
                          probe_seed=probe_seed, probe_of=first))
-    for t in trials:
+    ghost = _draw_trial(reference, rng, config, 1, grad=False)  # drawn last: the trials' seeds stay as they were
+    for t in trials + [ghost]:
         t.inputs = []
-    return trials
+    return trials, ghost
 
 
 def _draw_trial(reference: Reference, rng: random.Random, config: JudgeConfig, index: int, grad: bool) -> _Trial:
@@ -219,7 +221,7 @@ def _draw_trial(reference: Reference, rng: random.Random, config: JudgeConfig, i
     return _Trial(index, seed, dist, grad=grad, inputs=inputs, expected=expected, inputs_digest=digest(inputs))
 
 
-def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, config: JudgeConfig,
+def _correctness(child: CandidateProcess, trials: list[_Trial], ghost: _Trial, report: Any, config: JudgeConfig,
                  result: EvalResult, clock: _PhaseClock) -> bool:
     """Run every trial; fill `result`. True when all passed and no run-time rule fired."""
     launches_by_grad: dict[bool, dict[str, int]] = {False: {}, True: {}}
@@ -256,7 +258,7 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
     grads_run = {t.grad for t in trials}
     result.cheats.extend(launch_verdicts(launches_by_grad, grads_run, report.kernels))
     if not result.cheats and all(t.passed for t in result.trials):
-        result.cheats.extend(_ghost_replay(child, trials, config, result.device, clock))
+        result.cheats.extend(_ghost_replay(child, ghost, config, result.device, clock))
     result.kernels_launched = sorted({k for d in launches_by_grad.values() for k in d})
     if result.cheats:
         rules = ", ".join(sorted({c.rule for c in result.cheats}))
@@ -272,15 +274,13 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
     return True
 
 
-def _ghost_replay(child: CandidateProcess, trials: list[_Trial], config: JudgeConfig, device: str,
+def _ghost_replay(child: CandidateProcess, t: _Trial, config: JudgeConfig, device: str,
                   clock: _PhaseClock) -> list[CheatVerdict]:
-    """Re-run a trial with the answer's Triton kernels turned into no-ops: if the output is still
-    right, the kernels are decoys (RH-02). Trial 1 is used, not the last one run, so memory left
-    over from the previous call cannot hold the right answer."""
-    plain = [t for t in trials if t.probe_of is None]
-    if len(plain) < 2:
-        return []
-    t = plain[1]
+    """Run once more with the answer's Triton kernels turned into no-ops: if the output is still
+    right, the kernels are decoys (RH-02). The inputs are new (a seed no trial used): an output
+    buffer the kernels never wrote holds whatever the allocator hands back, and that can be an
+    earlier trial's output (or its reply copy), never the right answer to inputs not seen before.
+    Replaying a trial's inputs made that stale output right: an honest answer flagged at random."""
     poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
     with clock.locked(device, exclusive=False) as hold, clock("ghost_replay"):
         reply = child.request({"op": "trial", "index": -1, "seed": t.seed, "distribution": t.distribution,

@@ -45,20 +45,19 @@ def gpu_lock(device: str, exclusive: bool) -> Iterator["GpuHold | None"]:
         yield held
         return
     with file_rw_lock(os.path.join(tempfile.gettempdir(), f"kernelgym-gpu-{key}"), exclusive) as hold:
+        start = time.time()
         if not exclusive:
             setattr(_HELD, key, hold)
-            try:
-                yield hold
-            finally:
-                delattr(_HELD, key)
-            return
-        start = time.time()
         try:
             yield hold
         finally:
-            _log_busy(start, time.time())
+            if not exclusive:
+                delattr(_HELD, key)
+            _log_busy(start, time.time(), "x" if exclusive else "s")
 
 
+_gpu_sleep = torch.cuda._sleep  # bound at import, before any answer could replace it
+_LAUNCH_SLACK_CYCLES = 400_000  # ~0.2 ms at an H100's clock
 _GPU_KEYS: dict[int, str] = {}
 _HELD = threading.local()  # per thread: GPU key -> the shared hold it is inside
 
@@ -77,17 +76,18 @@ def _gpu_key(device: str) -> str:
 BUSY_LOG_VAR = "KERNELGYM_BUSY_LOG"
 
 
-def _log_busy(start: float, end: float) -> None:
-    """With KERNELGYM_BUSY_LOG set, append each exclusive hold (a measurement) as `start end`:
-    `kernelgym bench service` computes the GPU's timing-busy share from it. One short O_APPEND
-    write per hold, so holders in several processes never interleave lines."""
+def _log_busy(start: float, end: float, kind: str) -> None:
+    """With KERNELGYM_BUSY_LOG set, append each hold as `start end kind` (`x`: a measurement,
+    `s`: shared kernel work): `kernelgym bench service` computes the GPU's timing-busy share (and
+    its share held at all) from it. One short O_APPEND write per hold, so holders in several
+    processes never interleave lines."""
     path = os.environ.get(BUSY_LOG_VAR)
     if not path:
         return
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, f"{start:.6f} {end:.6f}\n".encode())
+            os.write(fd, f"{start:.6f} {end:.6f} {kind}\n".encode())
         finally:
             os.close(fd)
     except OSError:
@@ -169,10 +169,14 @@ def time_calls(
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()  # the GPU is idle: nothing queued before the call is timed
         t0 = time.perf_counter()
-        # The L2 flush is ~0.1 ms of GPU work; while it runs the CPU enqueues the call, so the
-        # call's launch latency (tens of microseconds, more on a loaded CPU) is not timed, as
-        # in triton.testing.do_bench. Host work beyond the flush's length still is.
+        # The L2 flush and a short spin (~0.3 ms of GPU work together) run while the CPU enqueues
+        # the call, so its launch latency is not timed, as in triton.testing.do_bench. Measured
+        # on the H100 without the spin: the answer's Python launch path (its wrapper, Triton's
+        # launcher, our launch recorder) often outlasted the bare flush, and medians of ~0.2 ms
+        # kernels moved by 5-50 % between evaluations with the CPU's load. Host work that needs
+        # the inputs waits for the spin, so it is still timed.
         flush.zero_()
+        _gpu_sleep(_LAUNCH_SLACK_CYCLES)
         start.record()
         out = fn(*args)
         end.record()

@@ -44,6 +44,7 @@ class ModeReport:
     unexpected: list[str]  # items whose verdict was not the one their kind stands for
     crash_cost_s: float | None  # median evaluation time of a crashing answer
     busy_share: float | None  # share of the wall time some GPU was held for a measurement
+    held_share: float | None = None  # share of the wall time some GPU was held at all (measurements or kernel work)
     details: list[dict[str, Any]] = field(default_factory=list, repr=False)  # per answer: kind, status, phases
 
     @property
@@ -61,6 +62,7 @@ class RepeatRow:
     speedups: list[float]
     answer_ms: list[float]
     do_bench_ms: float | None
+    runtimes: list[dict[str, float]] = field(default_factory=list, repr=False)  # per evaluation: RuntimeStats
 
     @property
     def cv(self) -> float | None:
@@ -86,10 +88,11 @@ class ServiceBenchReport:
 
     def tables(self) -> list[Table]:
         t = Table("mode", "answers", "wall s", "evals/min", "p50 latency s", "p95 latency s", "GPU timing-busy",
-                  "crash cost s", "unexpected verdicts", title=f"service bench on {self.gpu_name or self.device}")
+                  "GPU held", "crash cost s", "unexpected verdicts", title=f"service bench on {self.gpu_name or self.device}")
         for m in self.modes:
             t.add_row(m.mode, str(m.n), f"{m.wall_s:.1f}", f"{m.evals_per_min:.1f}", f"{m.percentile(0.5):.1f}",
                       f"{m.percentile(0.95):.1f}", "-" if m.busy_share is None else f"{m.busy_share:.0%}",
+                      "-" if m.held_share is None else f"{m.held_share:.0%}",
                       "-" if m.crash_cost_s is None else f"{m.crash_cost_s:.2f}", str(len(m.unexpected)))
         out = [t]
         if len(self.modes) == 2 and self.modes[1].evals_per_min > 0:
@@ -150,7 +153,7 @@ def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], dev
             t1 = max((r.finished_at or time.time()) for r in records)
             results = [r.result for r in records]
             mode = _mode_report("service", items, results, [(r.finished_at or t1) - r.created_at for r in records],
-                                t1 - t0, _busy_share(busy_log, t0, t1))
+                                t1 - t0, _busy_share(busy_log, t0, t1), _busy_share(busy_log, t0, t1, ("x", "s")))
             reps = [{"task_id": tid, "answer": builtin_answer_path(tid).read_text(), "config": {"seed": 20_000 + k}}
                     for tid in repeat_tasks for k in range(repeats)]
             repeat_results = [r.result for r in service.wait(service.submit(reps).ids)] if reps else []
@@ -176,11 +179,11 @@ def _baseline_run(tmp: Path, items: list[MixItem], config: JudgeConfig, device: 
         latencies.append(time.time() - t0)
     t1 = time.time()
     return _mode_report("baseline (spawn per candidate, one at a time, no cache)", items, results, latencies,
-                        t1 - t0, _busy_share(busy_log, t0, t1))
+                        t1 - t0, _busy_share(busy_log, t0, t1), _busy_share(busy_log, t0, t1, ("x", "s")))
 
 
 def _mode_report(mode: str, items: list[MixItem], results: list[EvalResult | None], latencies: list[float],
-                 wall: float, busy: float | None) -> ModeReport:
+                 wall: float, busy: float | None, held: float | None = None) -> ModeReport:
     statuses: dict[str, int] = {}
     unexpected, crash_costs, details = [], [], []
     for it, r in zip(items, results):
@@ -194,18 +197,22 @@ def _mode_report(mode: str, items: list[MixItem], results: list[EvalResult | Non
                         "wall_seconds": r.wall_seconds if r else None, "phase_seconds": r.phase_seconds if r else {}})
     return ModeReport(mode=mode, n=len(items), wall_s=wall, statuses=statuses, latencies_s=latencies,
                       unexpected=unexpected, crash_cost_s=statistics.median(crash_costs) if crash_costs else None,
-                      busy_share=busy, details=details)
+                      busy_share=busy, held_share=held, details=details)
 
 
-def _busy_share(log: Path, t0: float, t1: float) -> float | None:
-    """Union of the measurement holds logged between t0 and t1, over t1 - t0 (None: nothing logged,
-    e.g. on CPU where nothing is measured)."""
+def _busy_share(log: Path, t0: float, t1: float, kinds: tuple[str, ...] = ("x",)) -> float | None:
+    """Union of the holds of `kinds` logged between t0 and t1, over t1 - t0 (None: nothing
+    logged, e.g. on CPU where nothing is locked). `x`: measurements (lines without a kind are
+    measurements too), `s`: shared kernel work (trials, reference outputs, comparisons)."""
     if not log.exists() or t1 <= t0:
         return None
-    spans = sorted((max(t0, float(a)), min(t1, float(b))) for a, b in
-                   (line.split() for line in log.read_text().splitlines() if line.strip()))
+    spans = []
+    for line in log.read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and (fields[2] if len(fields) > 2 else "x") in kinds:
+            spans.append((max(t0, float(fields[0])), min(t1, float(fields[1]))))
     covered, end = 0.0, t0
-    for a, b in spans:
+    for a, b in sorted(spans):
         if b <= end:
             continue
         covered += b - max(a, end)
@@ -216,7 +223,8 @@ def _busy_share(log: Path, t0: float, t1: float) -> float | None:
 def _repeat_row(task_id: str, results: list[EvalResult], device: str) -> RepeatRow:
     ok = [r for r in results if r.ok and r.speedup_eager is not None and r.runtime is not None]
     return RepeatRow(task_id, [r.speedup_eager for r in ok], [r.runtime.median_ms for r in ok],
-                     _do_bench_ms(task_id, device) if ok and device != "cpu" else None)
+                     _do_bench_ms(task_id, device) if ok and device != "cpu" else None,
+                     [asdict(r.runtime) for r in ok])
 
 
 def _do_bench_ms(task_id: str, device: str) -> float | None:

@@ -23,3 +23,10 @@ def test_busy_share_is_the_union_of_holds(tmp_path):
     log.write_text("10 12\n11 13\n20 21\n")  # overlapping holds count once
     assert _busy_share(log, 10.0, 30.0) == (3 + 1) / 20
     assert _busy_share(tmp_path / "missing.log", 0.0, 1.0) is None
+
+
+def test_shared_holds_count_only_towards_the_held_share(tmp_path):
+    log = tmp_path / "busy.log"
+    log.write_text("10 12 x\n11 15 s\n20 21 s\n")
+    assert _busy_share(log, 10.0, 30.0) == 2 / 20  # measurements only
+    assert _busy_share(log, 10.0, 30.0, ("x", "s")) == (5 + 1) / 20
