@@ -312,9 +312,16 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
         if prep.get("inputs_digests") != [t.inputs_digest for t in sets]:
             result.cheats.append(CheatVerdict("RH-20", "the timing inputs the answer ran on differ from the task's "
                                               "(input generation was tampered with)", "runtime"))
-        with clock.locked(result.device, exclusive=True), clock("measure"):
-            reply = child.request({"op": "time", "warmup": config.timing_warmup, "reps": config.timing_reps,
-                                   "flush_bytes": config.l2_flush_bytes, "budget_s": config.timing_budget_s})
+        # The measurement and the profile share one exclusive hold: every hold first drains the
+        # GPU of its readers (other answers' trials), which cost more than a short measurement.
+        prof: dict[str, Any] = {"error": "not profiled"}
+        with clock.locked(result.device, exclusive=True):
+            with clock("measure"):
+                reply = child.request({"op": "time", "warmup": config.timing_warmup, "reps": config.timing_reps,
+                                       "flush_bytes": config.l2_flush_bytes, "budget_s": config.timing_budget_s})
+            if config.profile and "error" not in reply:
+                with clock("profile"):
+                    prof = child.request({"op": "profile", "reps": PROFILE_REPS})
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",
                        error=reply["error"], fault=reply.get("fault", ""))
@@ -325,8 +332,6 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
             result.cheats.extend(check_timed_outputs(outputs, sets, config))
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
-        with clock("profile"), clock.locked(result.device, exclusive=True):
-            prof = child.request({"op": "profile", "reps": PROFILE_REPS})
         if "error" not in prof:
             result.profile = profile_summary(prof["kernels"], report.kernels)
             result.cheats.extend(profile_verdicts(result.profile, PROFILE_REPS, result.runtime, config,

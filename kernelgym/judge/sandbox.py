@@ -290,8 +290,11 @@ class CandidateProcess:
 
 
 MARKER_VAR = "KERNELGYM_EVAL"
-YIELD_GRACE_S = 1.0  # a request holds its GPU share this long before it steps aside for a measurement
-_YIELD_POLL_S = 0.25
+# A request holds its GPU share this long before it steps aside for a queued measurement: a
+# trial's own GPU work takes milliseconds; what runs longer is a first call's JIT compile, a
+# slow or hanging answer, and a measurement should not wait on those.
+YIELD_GRACE_S = 0.3
+_YIELD_POLL_S = 0.1
 # Output area capacity: address space only; pages exist once written. CPU children have an
 # address-space limit (JudgeConfig.cpu_memory_gb), so theirs is smaller; larger replies use the pipe.
 _AREA_BYTES_GPU = 16 << 30
