@@ -135,9 +135,10 @@ def profile_verdicts(profile: Profile, reps: int, runtime: RuntimeStats | None, 
             "RH-03", f"only {profile.triton_share:.0%} of device time is in the answer's own Triton kernels "
             f"(minimum {config.min_triton_share:.0%})", "runtime"))
     if runtime is not None and profile.total_device_us > 0:
-        # The profile runs the calls back to back on a warm L2 and sees kernels on every stream, so
-        # its device time per call is a floor for any timed call: on the H100 honest answers keep
-        # min(timed) >= 1.03x of it; work escaping the timed window goes below.
+        # The profile runs the calls as the timing does (each after an idle spin) and sees kernels
+        # on every stream, so its device time per call is about a floor for any timed call: on the
+        # H100 the 46 honest answers keep min(timed) >= 0.984x of it; work escaping the timed
+        # window goes below.
         per_call_ms = profile.total_device_us / reps / 1000
         if runtime.min_ms < _ESCAPE_RATIO * per_call_ms:
             verdicts.append(CheatVerdict(
