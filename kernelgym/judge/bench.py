@@ -12,6 +12,13 @@ from kernelgym.judge.batch import judge_many
 from kernelgym.tasks.loaders import builtin_answer_path, load_builtin
 
 
+def speedup_cv(speedups: list[float]) -> float | None:
+    """Coefficient of variation of repeated speedups (None below two): the repeatability figure."""
+    if len(speedups) < 2:
+        return None
+    return statistics.pstdev(speedups) / statistics.fmean(speedups)
+
+
 @dataclass
 class TaskBench:
     task_id: str
@@ -21,9 +28,7 @@ class TaskBench:
     answer_ms: list[float] = field(default_factory=list)
 
     def cv(self) -> float | None:
-        if len(self.speedups) < 2:
-            return None
-        return statistics.pstdev(self.speedups) / statistics.fmean(self.speedups)
+        return speedup_cv(self.speedups)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any
 
 from rich.table import Table
 
+from kernelgym.judge.bench import speedup_cv
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.judge import judge
 from kernelgym.judge.result import EvalResult
@@ -66,9 +67,7 @@ class RepeatRow:
 
     @property
     def cv(self) -> float | None:
-        if len(self.speedups) < 2:
-            return None
-        return statistics.pstdev(self.speedups) / statistics.fmean(self.speedups)
+        return speedup_cv(self.speedups)
 
 
 @dataclass
