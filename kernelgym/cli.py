@@ -100,6 +100,8 @@ def _build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--jobs", type=int, default=8, help="evaluations in flight per worker")
     bs.add_argument("--warm", type=int, default=None, help="warm candidate processes per worker (default: --jobs)")
     bs.add_argument("--no-baseline", action="store_true", help="skip the one-at-a-time spawn-per-candidate mode")
+    bs.add_argument("--no-fork-server", action="store_true",
+                    help="start each warm candidate process as a new interpreter instead of forking it")
     bs.add_argument("--repeats", type=int, default=10, help="evaluations per answer for the repeatability report")
     bs.add_argument("--repeat-tasks", default="relu,softmax,matmul_square", help="comma-separated built-in tasks")
     bs.add_argument("--json-out", type=Path, default=None)
@@ -311,7 +313,7 @@ def _cmd_bench_service(args: argparse.Namespace) -> int:
         raise UsageError("--n and --jobs must be at least 1, --warm and --repeats at least 0")
     tasks = tuple(t.strip() for t in args.repeat_tasks.split(",") if t.strip()) if args.repeats else ()
     report = run_service_bench(args.n, _config(args), jobs=args.jobs, warm=args.warm, baseline=not args.no_baseline,
-                               repeats=args.repeats, repeat_tasks=tasks)
+                               repeats=args.repeats, repeat_tasks=tasks, fork_server=not args.no_fork_server)
     for table in report.tables():
         console.print(table)
     for mode in report.modes:

@@ -20,11 +20,13 @@ def _limit_resources(cpu_memory_bytes: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cpu_memory_bytes, cpu_memory_bytes))
 
 
-def main() -> None:
-    in_fd, out_fd = int(sys.argv[1]), int(sys.argv[2])
-    mem = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    area_fd = int(sys.argv[4]) if len(sys.argv) > 4 else -1  # the parent's sealed output area (-1: none)
-    warm_device = sys.argv[5] if len(sys.argv) > 5 else ""  # given only to warm-pool processes
+def main(argv: list[str] | None = None) -> None:
+    """`argv`: IN_FD OUT_FD [MEM [AREA_FD [DEVICE]]] (default: the command line's; the fork server passes its own)."""
+    args = sys.argv[1:] if argv is None else argv
+    in_fd, out_fd = int(args[0]), int(args[1])
+    mem = int(args[2]) if len(args) > 2 else 0
+    area_fd = int(args[3]) if len(args) > 3 else -1  # the parent's sealed output area (-1: none)
+    warm_device = args[4] if len(args) > 4 else ""  # given only to warm-pool processes
     _limit_resources(mem or None)
     # Heavy imports happen here, before the candidate exists, so they cannot be tampered with first.
     import torch  # noqa: F401
@@ -88,8 +90,11 @@ def _warm_up(device: str) -> None:
     if ":" in device:
         torch.cuda.set_device(device)  # so kernels launched on the "current" device land on this one
     torch.cuda.init()
-    torch.zeros(1, device=device)  # the CUDA context: the slow part of a fresh start on a GPU
-    _warm_profiler()
+    torch.zeros(1, device=device)  # the CUDA context
+    _warm_profiler()  # CUPTI's start-up: ~4 s on an H100, the slowest part of a warm start
+    from kernelgym.judge.triton_warmup import warm_triton
+
+    warm_triton(device)
 
 
 class _Session:

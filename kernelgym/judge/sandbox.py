@@ -23,9 +23,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernelgym.judge import protocol
+
+if TYPE_CHECKING:
+    from kernelgym.judge.forkserver import ForkedProcess, ForkServer
 
 _SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "ACCESS_KEY", "CREDENTIAL")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -43,7 +46,10 @@ class CandidateProcess:
     """One child running `kernelgym.judge.child`; use as a context manager so it is always killed."""
 
     def __init__(self, scratch: Path, device: str, deadline: float, max_log_bytes: int,
-                 max_message_bytes: int, cpu_memory_bytes: int = 0, announce_ready: bool = False) -> None:
+                 max_message_bytes: int, cpu_memory_bytes: int = 0, announce_ready: bool = False,
+                 forkserver: "ForkServer | None" = None) -> None:
+        """`forkserver`: fork the process from this server (torch already imported) instead of
+        starting a new interpreter; the process is the same from the answer's side."""
         self.scratch = scratch
         self.device = device
         self.deadline = deadline
@@ -65,7 +71,7 @@ class CandidateProcess:
         protocol.widen(from_child_w)  # replies too large for the output area come back this way
         self.area = protocol.OutputArea.create(_AREA_BYTES_CPU if device == "cpu" else _AREA_BYTES_GPU)
         area_fd = self.area.fd if self.area is not None else -1
-        env = _child_env(scratch, device)
+        env = child_env(scratch, device)
         # Every descendant inherits this marker, so one that escapes the process group (setsid,
         # double fork) is still found and killed when the evaluation ends (RH-27).
         self.marker = secrets.token_hex(12)
@@ -74,7 +80,11 @@ class CandidateProcess:
         argv = [sys.executable, "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w),
                 str(cpu_memory_bytes), str(area_fd)] + ([device] if announce_ready else [])
         try:
-            self.proc = self._spawn(argv, to_child_r, from_child_w, area_fd, scratch, env)
+            if forkserver is not None:
+                self.proc: subprocess.Popen | ForkedProcess = forkserver.spawn(
+                    to_child_r, from_child_w, area_fd, cpu_memory_bytes, device if announce_ready else "", scratch, env)
+            else:
+                self.proc = self._spawn(argv, to_child_r, from_child_w, area_fd, scratch, env)
         except BaseException:
             for fd in (to_child_r, from_child_w, self._to_child, self._from_child):
                 os.close(fd)
@@ -114,13 +124,14 @@ class CandidateProcess:
         return cls(scratch, device, deadline, max_log_bytes, max_message_bytes, cpu_memory_bytes)
 
     @classmethod
-    def prespawn(cls, device: str, startup_timeout_s: float, parent: Path | None = None) -> "CandidateProcess":
-        """A process for a warm pool, in a scratch dir of its own under `parent` (removed on close).
-        Call `wait_ready`, then `assign` it to exactly one evaluation."""
+    def prespawn(cls, device: str, startup_timeout_s: float, parent: Path | None = None,
+                 forkserver: "ForkServer | None" = None) -> "CandidateProcess":
+        """A process for a warm pool, in a scratch dir of its own under `parent` (removed on close),
+        forked from `forkserver` when given. Call `wait_ready`, then `assign` it to exactly one evaluation."""
         scratch = Path(tempfile.mkdtemp(prefix="kernelgym-warm-", dir=parent))
         try:
             proc = cls(scratch, device, time.monotonic() + startup_timeout_s, _STARTUP_LOG_BYTES,
-                       _STARTUP_MESSAGE_BYTES, announce_ready=True)
+                       _STARTUP_MESSAGE_BYTES, announce_ready=True, forkserver=forkserver)
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
@@ -359,12 +370,15 @@ def kill_marked(marker: str, var: str = MARKER_VAR) -> int:
     return killed
 
 
-def _child_env(scratch: Path, device: str) -> dict[str, str]:
+def child_env(scratch: Path, device: str) -> dict[str, str]:
+    """The environment of a candidate process in `scratch` on `device`: this one's without
+    credentials, with private HOME, TMPDIR and compiler caches, Triton's interpreter on CPU."""
     env = {k: v for k, v in os.environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
     for sub in ("tmp", "triton", "inductor"):
         (scratch / sub).mkdir(exist_ok=True)
     env.update(
         HOME=str(scratch),
+        TRITON_HOME=str(scratch),  # Triton's other dirs (dumps, overrides) default under it
         TMPDIR=str(scratch / "tmp"),
         TRITON_CACHE_DIR=str(scratch / "triton"),
         TORCHINDUCTOR_CACHE_DIR=str(scratch / "inductor"),

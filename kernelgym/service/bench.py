@@ -47,6 +47,7 @@ class ModeReport:
     busy_share: float | None  # share of the wall time some GPU was held for a measurement
     held_share: float | None = None  # share of the wall time some GPU was held at all (measurements or kernel work)
     details: list[dict[str, Any]] = field(default_factory=list, repr=False)  # per answer: kind, status, phases
+    pools: list[dict[str, Any]] = field(default_factory=list, repr=False)  # each worker's warm pool stats at the end
 
     @property
     def evals_per_min(self) -> float:
@@ -112,16 +113,17 @@ class ServiceBenchReport:
 
 def run_service_bench(n: int, config: JudgeConfig, jobs: int = 8, warm: int | None = None, baseline: bool = True,
                       repeats: int = 10, repeat_tasks: tuple[str, ...] = ("relu", "softmax", "matmul_square"),
-                      seed: int = 0) -> ServiceBenchReport:
+                      seed: int = 0, fork_server: bool = True) -> ServiceBenchReport:
     """Judge a mixed batch of `n` answers through the service (and, with `baseline`, one at a time
-    in fresh processes), then `repeats` evaluations of each of `repeat_tasks`' built-in answers."""
+    in fresh processes), then `repeats` evaluations of each of `repeat_tasks`' built-in answers.
+    `fork_server`: the service's warm candidates are forked (False: each a new interpreter)."""
     device = config.resolved_device()
     defaults = asdict(JudgeConfig())
     overrides = {k: v for k, v in asdict(config).items() if k not in ("device", "seed") and v != defaults[k]}
     items = build_mix(n, seed=seed)
     with tempfile.TemporaryDirectory(prefix="kernelgym-bench-") as tmp:
         service_mode, repeat_results = _service_run(Path(tmp), items, overrides, device, jobs, warm,
-                                                    repeats, repeat_tasks)
+                                                    repeats, repeat_tasks, fork_server)
         modes = [service_mode]
         if baseline:
             modes.append(_baseline_run(Path(tmp), items, config, device))
@@ -131,7 +133,7 @@ def run_service_bench(n: int, config: JudgeConfig, jobs: int = 8, warm: int | No
 
 
 def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], device: str, jobs: int, warm: int | None,
-                 repeats: int, repeat_tasks: tuple[str, ...]) -> tuple[ModeReport, list[EvalResult]]:
+                 repeats: int, repeat_tasks: tuple[str, ...], fork_server: bool) -> tuple[ModeReport, list[EvalResult]]:
     from kernelgym.service.local_backend import LocalBackend, LocalBackendConfig
     from kernelgym.service.service import Service
     from kernelgym.service.store import Store
@@ -141,7 +143,7 @@ def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], dev
     with _environ(env):
         devices = (device,) if device != "cuda" else ()
         backend = LocalBackend(LocalBackendConfig(devices=devices, jobs_per_worker=jobs, warm_pool_size=warm,
-                                                  judge_config=overrides))
+                                                  fork_server=fork_server, judge_config=overrides))
         service = Service(backend, Store(tmp / "bench.db")).start()
         try:
             requests = [{"task_id": it.task_id, "answer": it.answer, "config": {"seed": 10_000 + i}}
@@ -153,6 +155,7 @@ def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], dev
             results = [r.result for r in records]
             mode = _mode_report("service", items, results, [(r.finished_at or t1) - r.created_at for r in records],
                                 t1 - t0, _busy_share(busy_log, t0, t1), _busy_share(busy_log, t0, t1, ("x", "s")))
+            mode.pools = [w["pool"] for w in backend.stats()["workers"] if w.get("pool")]
             reps = [{"task_id": tid, "answer": builtin_answer_path(tid).read_text(), "config": {"seed": 20_000 + k}}
                     for tid in repeat_tasks for k in range(repeats)]
             repeat_results = [r.result for r in service.wait(service.submit(reps).ids)] if reps else []

@@ -35,6 +35,8 @@ class LocalBackendConfig:
     warm_pool_size: int | None = field(
         default=None, metadata={"help": "warm candidate processes per worker; 0: spawn fresh; None: one per job, "
                                 "since every evaluation in flight uses up one and a start-up takes seconds"})
+    fork_server: bool = field(default=True, metadata={"help": "fork warm candidate processes from a fork server "
+                                                           "with torch imported (False: a new interpreter each)"})
     judge_config: dict[str, Any] = field(default_factory=dict, metadata={"help": "JudgeConfig overrides for every job"})
     start_timeout_s: float = field(default=300.0, metadata={"help": "how long a worker may take to be ready"})
 
@@ -186,7 +188,7 @@ class LocalBackend:
 
     def _start_worker(self, slot: _Slot, gen: int, delay_s: float) -> None:
         spec = WorkerSpec(slot.device, self.config.jobs_per_worker, self.config.warm_pool_size,
-                          dict(self.config.judge_config))
+                          dict(self.config.judge_config), fork_server=self.config.fork_server)
         client = WorkerClient(spec, on_message=lambda msg: self._on_message(slot, gen, msg),
                               on_exit=lambda why: self._on_exit(slot, gen, client, why))
         with self._changed:

@@ -49,6 +49,7 @@ class WorkerSpec:
     jobs: int = field(default=2, metadata={"help": "evaluations in flight at once (threads)"})
     warm_pool_size: int = field(default=2, metadata={"help": "candidate processes kept started; 0: fresh spawns"})
     judge_config: dict[str, Any] = field(default_factory=dict, metadata={"help": "JudgeConfig overrides for every job"})
+    fork_server: bool = field(default=True, metadata={"help": "warm candidates forked from a fork server"})
 
     def __post_init__(self) -> None:
         if self.jobs < 1 or self.warm_pool_size < 0:
@@ -190,7 +191,8 @@ def serve(conn: Connection, spec: WorkerSpec, scratch_root: Path) -> None:
     if spec.device.startswith("cuda:"):
         torch.cuda.set_device(spec.device)
     evaluator = Evaluator(spec.device, spec.judge_config)
-    pool = WarmPool(spec.device, spec.warm_pool_size, scratch_root=scratch_root) if spec.warm_pool_size else None
+    pool = (WarmPool(spec.device, spec.warm_pool_size, scratch_root=scratch_root, fork_server=spec.fork_server)
+            if spec.warm_pool_size else None)
     if pool is not None:
         pool.start()
     send_lock = threading.Lock()

@@ -8,6 +8,11 @@ evaluation, which kills it when done; the pool only ever starts new ones to repl
 
 Registered with `kernelgym.judge.sandbox`, the pool serves `CandidateProcess.start` for its device
 in this process; when it has none ready, the judge spawns a fresh child exactly as without a pool.
+
+By default the pool forks its processes from a fork server of its own
+(`kernelgym.judge.forkserver`: torch and triton imported once), so a process costs a fork and its
+CUDA context instead of an interpreter start and the imports; where the server cannot start, the
+pool starts processes with `python -m kernelgym.judge.child` as before.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelgym.judge.forkserver import ForkServer, ForkServerFailed
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed, register_source, unregister_source
 
 log = logging.getLogger(__name__)
@@ -32,9 +38,10 @@ class WarmPool:
     """Keeps up to `size` ready candidate processes for `device` (`cpu`, `cuda:N`)."""
 
     def __init__(self, device: str, size: int, startup_timeout_s: float = 300.0,
-                 scratch_root: Path | None = None) -> None:
+                 scratch_root: Path | None = None, fork_server: bool = True) -> None:
         """`scratch_root`: where the processes' scratch dirs go; by default a temporary dir of the
-        pool's own, removed on close. A worker passes one its parent removes even if it is killed."""
+        pool's own, removed on close. A worker passes one its parent removes even if it is killed.
+        `fork_server`: fork processes from a fork server (False: start each as a new interpreter)."""
         if size < 1:
             raise ValueError("WarmPool.size must be >= 1")
         self.device, self.size, self.startup_timeout_s = device, size, startup_timeout_s
@@ -47,6 +54,9 @@ class WarmPool:
         self._cond = threading.Condition()
         self._closed = False
         self._filler: threading.Thread | None = None
+        self._use_fork_server = fork_server
+        self._forkserver: ForkServer | None = None
+        self._fork_server_starts = 0
         self._failures_in_a_row = 0
         self._counts = {"handed_out": 0, "misses": 0, "spawned": 0, "spawn_failures": 0, "died_idle": 0}
         self._startup_seconds: collections.deque[float] = collections.deque(maxlen=20)
@@ -115,7 +125,7 @@ class WarmPool:
         with self._cond:
             startup = self._startup_seconds
             return {"device": self.device, "size": self.size, "ready": len(self._ready), "starting": self._starting,
-                    **self._counts, "mean_startup_s": round(sum(startup) / len(startup), 3) if startup else None}
+                    "fork_server": self._forkserver.pid if self._forkserver is not None else None, **self._counts, "mean_startup_s": round(sum(startup) / len(startup), 3) if startup else None}
 
     def _expected_startup_s(self) -> float:
         """How long a start-up takes here (recent mean); before any has finished, a generous guess."""
@@ -142,6 +152,13 @@ class WarmPool:
             shutil.rmtree(self.scratch_root, ignore_errors=True)
 
     def _fill(self) -> None:
+        try:
+            self._fill_until_closed()
+        finally:  # the filler is the fork server's only user: it stops it on its way out
+            if self._forkserver is not None:
+                self._forkserver.close()
+
+    def _fill_until_closed(self) -> None:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._closed or len(self._ready) + self._starting < self.size)
@@ -155,7 +172,8 @@ class WarmPool:
                     if self._closed:
                         return
             try:
-                proc = CandidateProcess.prespawn(self.device, self.startup_timeout_s, self.scratch_root)
+                proc = CandidateProcess.prespawn(self.device, self.startup_timeout_s, self.scratch_root,
+                                                 forkserver=self._fork_server())
             except OSError as e:
                 log.warning("warm %s process could not be spawned: %s", self.device, e)
                 with self._cond:
@@ -174,6 +192,28 @@ class WarmPool:
                 proc.close()
                 return
             waiter.start()
+
+    def _fork_server(self) -> ForkServer | None:
+        """The running fork server, (re)started when needed; None: start processes the plain way.
+        A server that died is restarted at most twice: a third death means forking is broken here."""
+        if not self._use_fork_server:
+            return None
+        if self._forkserver is not None and self._forkserver.alive():
+            return self._forkserver
+        if self._forkserver is not None:
+            log.warning("fork server %d for %s died", self._forkserver.pid, self.device)
+            self._forkserver.close()
+            self._forkserver = None
+        if self._fork_server_starts >= 3:
+            return None
+        self._fork_server_starts += 1
+        scratch = Path(tempfile.mkdtemp(prefix="kernelgym-forkserver-", dir=self.scratch_root))
+        try:
+            self._forkserver = ForkServer(self.device, scratch, self.startup_timeout_s)
+        except (OSError, ForkServerFailed) as e:
+            log.warning("no fork server for %s (%s): starting candidate processes as new interpreters", self.device, e)
+            self._use_fork_server = False
+        return self._forkserver
 
     def _await_ready(self, proc: CandidateProcess) -> None:
         try:

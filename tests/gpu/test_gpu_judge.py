@@ -75,3 +75,17 @@ def test_segfault_on_gpu(relu):
 
 def test_judge_still_works_after_faults(relu):
     assert judge(relu, relu_answer(), GPU).status is Status.OK
+
+
+def test_a_forked_warm_process_has_compiled_the_warm_kernel_and_judges_like_a_fresh_one(relu):
+    from kernelgym.worker.warm_pool import WarmPool
+
+    with WarmPool("cuda:0", 1) as pool:
+        assert pool.wait_ready(timeout=120), pool.stats()
+        assert pool.stats()["fork_server"] is not None
+        (proc,) = list(pool._ready)
+        assert any((proc.scratch / "triton").iterdir())  # the warm-up kernel, in its private cache
+        warm = judge(relu, relu_answer(), GPU)
+    assert pool.stats()["handed_out"] == 1
+    assert warm.status is Status.OK, warm.message
+    assert warm.profile.triton_share > 0.9

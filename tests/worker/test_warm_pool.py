@@ -24,6 +24,7 @@ ANSWERS = {
     "cheat_settings": (relu_answer(extra="torch.set_num_threads(torch.get_num_threads() + 1)"),
                        {"static_checks": False}),
     "cheat_daemon": ((EXPLOITS / "rh27_relu_daemon_escape.py").read_text(), {"static_checks": False}),
+    "cheat_fork_daemon": ((EXPLOITS / "rh27_relu_fork_escape.py").read_text(), {"static_checks": False}),
 }
 
 
@@ -32,10 +33,11 @@ def relu():
     return load_builtin("relu")[0]
 
 
-@pytest.fixture(scope="module")
-def pool():
-    with WarmPool("cpu", 2) as p:
+@pytest.fixture(scope="module", params=[True, False], ids=["forked", "exec"])
+def pool(request):
+    with WarmPool("cpu", 2, fork_server=request.param) as p:
         assert p.wait_ready(timeout=60), p.stats()
+        assert (p.stats()["fork_server"] is not None) == request.param, p.stats()
         yield p
 
 
@@ -79,7 +81,7 @@ def test_warm_and_fresh_give_the_same_verdict(relu, pool, monkeypatch, name):
     assert len(taken) == 1 and taken[0] is not None, "the warm run did not use a warm process"
     assert verdict(warm) == verdict(fresh), (warm.message, fresh.message)
     expected = {"ok": Status.OK, "crash": Status.CRASHED, "timeout": Status.TIMEOUT, "oom": Status.OOM,
-                "cheat_settings": Status.CHEAT, "cheat_daemon": Status.CHEAT}[name]
+                "cheat_settings": Status.CHEAT, "cheat_daemon": Status.CHEAT, "cheat_fork_daemon": Status.CHEAT}[name]
     assert warm.status is expected, warm.message
 
 
