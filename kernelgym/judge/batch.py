@@ -49,13 +49,20 @@ def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, j
 def judge_one(task: Task, answer: str | bytes, config: JudgeConfig, gate: SharedGate) -> EvalResult:
     """`judge` under `gate`, with an `oom` judged again alone, and a broken task as a `task_error`
     verdict: the one-evaluation step every batch runner and worker shares."""
+    import torch
+
     try:
-        with gate.shared():
-            result = judge(task, answer, config)
-        if result.status is Status.OOM:
+        try:
+            with gate.shared():
+                result: EvalResult | None = judge(task, answer, config)
+        except torch.OutOfMemoryError:
+            result = None  # the judge's own GPU memory (reference outputs, copies) ran out beside its neighbours'
+        if result is None or result.status is Status.OOM:
             # Concurrent evaluations share the GPU's memory, so an OOM may be a neighbour's doing. Judge it
             # again with the device to itself: only an answer that also runs out of memory alone keeps `oom`.
             with gate.exclusive():
+                if config.device != "cpu":
+                    torch.cuda.empty_cache()  # what this process's allocator keeps, the candidate may need
                 result = judge(task, answer, config)
         return result
     except TaskError as e:

@@ -131,6 +131,18 @@ class LocalBackend:
         else:
             _send_all(sends)
 
+    def wait_warm(self, timeout_s: float = 300.0) -> bool:
+        """Wait until every running worker has reported its warm pool full (at once when there is
+        no pool); False on timeout. A service works before that, only slower: its first jobs wait
+        for candidate processes. Benchmarks wait, to measure the steady state."""
+        def warm() -> bool:
+            return all(s.pool is not None and s.pool.get("ready", 0) >= s.pool.get("size", 0)
+                       for s in self._slots if s.alive)
+        if not self.config.warm_pool_size:
+            return True
+        with self._lock:
+            return self._changed.wait_for(warm, timeout_s)
+
     def cancel(self, job_id: str) -> bool:
         """Drops a job still in this backend's queue; one already sent to a worker runs to the end."""
         with self._lock:
@@ -182,7 +194,7 @@ class LocalBackend:
         """Start a new generation of worker for `slot` on a thread of its own (start-up takes
         seconds). Under the lock. Callbacks of older generations are ignored from here on."""
         slot.generation += 1
-        slot.starting, slot.alive, slot.client = True, False, None
+        slot.starting, slot.alive, slot.client, slot.pool = True, False, None, None
         threading.Thread(target=self._start_worker, args=(slot, slot.generation, delay_s), daemon=True,
                          name=f"local-backend-start-{slot.device}").start()
 
@@ -240,6 +252,12 @@ class LocalBackend:
         deliver_outcomes(lost)
 
     def _on_message(self, slot: _Slot, gen: int, msg: dict[str, Any]) -> None:
+        if msg.get("op") == "pool":
+            with self._lock:
+                if slot.generation == gen:
+                    slot.pool = msg.get("pool")
+                    self._changed.notify_all()
+            return
         if msg.get("op") != "outcome":
             return
         outcome = JobOutcome(**msg["outcome"])

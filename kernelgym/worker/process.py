@@ -6,6 +6,7 @@ processes for its device, and talks to its parent over a socket with JSON messag
 
     parent -> worker   {"op": "job", "job": Job.to_dict()}      {"op": "stop"}
     worker -> parent   {"op": "ready", "pid", "device", "versions"}
+                       {"op": "pool", "pool": WarmPool.stats()}   once, when the warm pool is first full
                        {"op": "outcome", "outcome": JobOutcome fields, "seconds", "pool": WarmPool.stats()}
 
 Candidate processes of a worker inherit its marker (`WORKER_MARKER_VAR`), so when the worker dies
@@ -193,14 +194,22 @@ def serve(conn: Connection, spec: WorkerSpec, scratch_root: Path) -> None:
     evaluator = Evaluator(spec.device, spec.judge_config)
     pool = (WarmPool(spec.device, spec.warm_pool_size, scratch_root=scratch_root, fork_server=spec.fork_server)
             if spec.warm_pool_size else None)
-    if pool is not None:
-        pool.start()
     send_lock = threading.Lock()
 
     def send(msg: dict[str, Any]) -> None:
         data = json.dumps(msg).encode()
         with send_lock:
             conn.send_bytes(data)
+
+    def announce_warm() -> None:
+        if pool is not None and pool.wait_ready(timeout=600):
+            try:
+                send({"op": "pool", "pool": pool.stats()})
+            except OSError:
+                pass
+
+    if pool is not None:
+        pool.start()
 
     def run(job: Job) -> None:
         t0 = time.monotonic()
@@ -220,6 +229,7 @@ def serve(conn: Connection, spec: WorkerSpec, scratch_root: Path) -> None:
     executor = ThreadPoolExecutor(spec.jobs, thread_name_prefix=f"judge-{spec.device}")
     running: set[Future] = set()
     send({"op": "ready", "pid": os.getpid(), "device": spec.device, "versions": software_versions()})
+    threading.Thread(target=announce_warm, name="announce-warm", daemon=True).start()
     while True:
         try:
             msg = json.loads(conn.recv_bytes())

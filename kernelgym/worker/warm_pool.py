@@ -31,7 +31,7 @@ from kernelgym.judge.sandbox import CandidateProcess, ChildFailed, register_sour
 
 log = logging.getLogger(__name__)
 
-_MAX_BACKOFF_S = 30.0
+_MAX_BACKOFF_S = 10.0  # start-ups that fail under load (GPU memory taken by running evaluations) recover
 
 
 class WarmPool:
@@ -86,8 +86,10 @@ class WarmPool:
         asked = time.monotonic()
         while True:
             with self._cond:
-                # With none ready, all `size` are starting or about to (unless start-ups keep failing).
-                if not self._ready and self._waiting < self.size and not self._failures_in_a_row and not self._closed:
+                # With none ready, all `size` are starting or about to, unless start-ups keep failing
+                # (then only those already starting are worth the wait).
+                expect = self._starting if self._failures_in_a_row else self.size
+                if not self._ready and self._waiting < expect and not self._closed:
                     self._waiting += 1
                     try:
                         self._cond.wait_for(lambda: self._ready or self._closed, self._expected_startup_s())

@@ -48,3 +48,38 @@ def test_oom_is_judged_again_alone(monkeypatch):
     retry = [depth for a, depth in calls if a == "oom-once"][1]
     assert retry == 1, "the retry must run with nothing else on the device"
     assert len(calls) == 8
+
+
+def test_the_judges_own_out_of_memory_is_judged_again_alone(monkeypatch):
+    # The trusted side's GPU allocations (reference outputs, copies of the answer's) can fail beside
+    # other evaluations too: that is no verdict on the answer, and no lost job either.
+    import threading
+
+    import torch
+
+    from kernelgym.judge import batch
+    from kernelgym.judge.result import EvalResult
+
+    calls, running = [], [0]
+    lock = threading.Lock()
+
+    def fake_judge(task, answer, config):
+        with lock:
+            running[0] += 1
+            calls.append((answer, running[0]))
+        try:
+            import time
+            time.sleep(0.05)
+            if answer == "judge-oom-once" and sum(1 for a, _ in calls if a == answer) == 1:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 MiB.")
+            return EvalResult(status=Status.OK, task_id=task.task_id)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(batch, "judge", fake_judge)
+    task = load_builtin("relu")[0]
+    pairs = [(task, "judge-oom-once")] + [(task, f"ok{i}") for i in range(5)]
+    results = batch.judge_many(pairs, JudgeConfig(device="cpu"), jobs=3, progress=False)
+    assert [r.status for r in results] == [Status.OK] * 6
+    assert [depth for a, depth in calls if a == "judge-oom-once"][1] == 1

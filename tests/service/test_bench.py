@@ -16,6 +16,10 @@ def test_service_and_baseline_judge_the_same_batch(tmp_path):
         assert mode.wall_s > 0 and mode.evals_per_min > 0 and len(mode.latencies_s) == 4
         assert mode.busy_share is None  # nothing is measured on a CPU
     assert report.to_dict()["modes"][0]["evals_per_min"] == service.evals_per_min
+    # the service's clock starts once its warm pool is full; the baseline has none
+    assert service.warmup_s is not None and baseline.warmup_s is None
+    (pool,) = service.pools
+    assert pool["fork_server"] is not None and pool["handed_out"] >= 1
 
 
 def test_busy_share_is_the_union_of_holds(tmp_path):

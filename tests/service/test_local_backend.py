@@ -128,3 +128,17 @@ def _marked(marker: str) -> list[int]:
             except OSError:
                 continue
     return pids
+
+
+def test_wait_warm_returns_once_the_pool_is_full_and_a_restart_waits_again(backend):
+    assert backend.wait_warm(120)
+    (worker,) = backend.stats()["workers"]
+    assert worker["pool"]["ready"] == worker["pool"]["size"] == 1
+    os.kill(worker["pid"], signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while backend.stats()["workers"][0]["pid"] in (None, worker["pid"]):
+        assert time.monotonic() < deadline, backend.stats()
+        time.sleep(0.1)
+    assert backend.wait_warm(120)
+    (again,) = backend.stats()["workers"]
+    assert again["pid"] != worker["pid"] and again["pool"]["ready"] == 1

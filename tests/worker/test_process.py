@@ -21,15 +21,19 @@ def test_worker_judges_jobs_and_exits_when_its_parent_goes():
         client.send_job(Job(id="good", task_id="relu", answer=builtin_answer_path("relu").read_text()))
         client.send_job(Job(id="no-task", task_id="no_such_task_anywhere", answer="x"))
         client.send_job(Job(id="bad-config", task_id="relu", answer="x", config={"no_such_field": 1}))
-        got = {}
-        for _ in range(3):
+        got, pool_full = {}, []
+        while len(got) < 3:
             msg = messages.get(timeout=120)
+            if msg["op"] == "pool":  # once, when the warm pool is first full
+                pool_full.append(msg["pool"])
+                continue
             assert msg["op"] == "outcome" and msg["seconds"] >= 0 and msg["pool"]["device"] == "cpu"
             outcome = JobOutcome(**msg["outcome"])
             got[outcome.job_id] = outcome
         assert got["good"].ok and got["good"].result["status"] == "ok" and got["good"].worker == "cpu"
         assert got["no-task"].result["fault"] == "task_error" and not got["no-task"].retryable
         assert got["bad-config"].result["fault"] == "bad_config"
+        assert len(pool_full) <= 1 and all(p["ready"] == p["size"] == 1 for p in pool_full)
     finally:
         # The parent going away (its end of the socket closing) is how a worker learns to exit.
         socket.socket(fileno=os.dup(client._conn.fileno())).shutdown(socket.SHUT_WR)
