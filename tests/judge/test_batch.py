@@ -17,45 +17,11 @@ def test_threads_do_not_mix_seeds_inputs_or_weights():
     assert len(seen) == len(pairs)
 
 
-def test_oom_is_judged_again_alone(monkeypatch):
-    # An OOM beside other evaluations may be a neighbour's fault: the answer is judged again with the
-    # device to itself, and that verdict is the one reported.
+def _judge_failing_once(monkeypatch, failing_answer, fail):
+    """Replace `batch.judge` with one that calls `fail()` on `failing_answer`'s first evaluation and
+    records (answer, evaluations running at that moment) for every call."""
     import threading
-
-    from kernelgym.judge import batch
-    from kernelgym.judge.result import EvalResult
-
-    calls, running = [], [0]
-    lock = threading.Lock()
-
-    def fake_judge(task, answer, config):
-        with lock:
-            running[0] += 1
-            calls.append((answer, running[0]))
-        import time
-        time.sleep(0.05)
-        with lock:
-            running[0] -= 1
-        first = sum(1 for a, _ in calls if a == answer) == 1
-        status = Status.OOM if answer == "oom-once" and first else Status.OK
-        return EvalResult(status=status, task_id=task.task_id)
-
-    monkeypatch.setattr(batch, "judge", fake_judge)
-    task = load_builtin("relu")[0]
-    pairs = [(task, "oom-once")] + [(task, f"ok{i}") for i in range(6)]
-    results = batch.judge_many(pairs, JudgeConfig(device="cpu"), jobs=4, progress=False)
-    assert [r.status for r in results] == [Status.OK] * 7
-    retry = [depth for a, depth in calls if a == "oom-once"][1]
-    assert retry == 1, "the retry must run with nothing else on the device"
-    assert len(calls) == 8
-
-
-def test_the_judges_own_out_of_memory_is_judged_again_alone(monkeypatch):
-    # The trusted side's GPU allocations (reference outputs, copies of the answer's) can fail beside
-    # other evaluations too: that is no verdict on the answer, and no lost job either.
-    import threading
-
-    import torch
+    import time
 
     from kernelgym.judge import batch
     from kernelgym.judge.result import EvalResult
@@ -68,16 +34,45 @@ def test_the_judges_own_out_of_memory_is_judged_again_alone(monkeypatch):
             running[0] += 1
             calls.append((answer, running[0]))
         try:
-            import time
             time.sleep(0.05)
-            if answer == "judge-oom-once" and sum(1 for a, _ in calls if a == answer) == 1:
-                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 MiB.")
+            if answer == failing_answer and sum(1 for a, _ in calls if a == answer) == 1:
+                return fail(task)
             return EvalResult(status=Status.OK, task_id=task.task_id)
         finally:
             with lock:
                 running[0] -= 1
 
     monkeypatch.setattr(batch, "judge", fake_judge)
+    return calls
+
+
+def test_oom_is_judged_again_alone(monkeypatch):
+    # An OOM beside other evaluations may be a neighbour's fault: the answer is judged again with the
+    # device to itself, and that verdict is the one reported.
+    from kernelgym.judge import batch
+    from kernelgym.judge.result import EvalResult
+
+    calls = _judge_failing_once(monkeypatch, "oom-once", lambda task: EvalResult(status=Status.OOM, task_id=task.task_id))
+    task = load_builtin("relu")[0]
+    pairs = [(task, "oom-once")] + [(task, f"ok{i}") for i in range(6)]
+    results = batch.judge_many(pairs, JudgeConfig(device="cpu"), jobs=4, progress=False)
+    assert [r.status for r in results] == [Status.OK] * 7
+    retry = [depth for a, depth in calls if a == "oom-once"][1]
+    assert retry == 1, "the retry must run with nothing else on the device"
+    assert len(calls) == 8
+
+
+def test_the_judges_own_out_of_memory_is_judged_again_alone(monkeypatch):
+    # The trusted side's GPU allocations (reference outputs, copies of the answer's) can fail beside
+    # other evaluations too: that is no verdict on the answer, and no lost job either.
+    import torch
+
+    from kernelgym.judge import batch
+
+    def fail(task):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 MiB.")
+
+    calls = _judge_failing_once(monkeypatch, "judge-oom-once", fail)
     task = load_builtin("relu")[0]
     pairs = [(task, "judge-oom-once")] + [(task, f"ok{i}") for i in range(5)]
     results = batch.judge_many(pairs, JudgeConfig(device="cpu"), jobs=3, progress=False)
