@@ -134,6 +134,7 @@ class ForkServer:
             raise ForkServerFailed(f"fork server for {self.device} could not fork: {reply.get('error', reply)}")
         with self._cond:
             self._children.add(reply["pid"])
+            self._exits.pop(reply["pid"], None)  # a status an earlier process of this pid left unread
         return ForkedProcess(self, reply["pid"], os.fdopen(log_r, "rb"))
 
     def close(self) -> None:
@@ -160,9 +161,11 @@ class ForkServer:
             return self._replies.pop(0) if self._replies else {"error": "the fork server exited"}
 
     def _exit_status(self, pid: int, timeout: float | None) -> int | None:
+        """`pid`'s exit status, taken out of the table: its handle keeps it, and the table does not
+        grow over a long run nor answer for a later process the pid is reused by."""
         with self._cond:
             self._cond.wait_for(lambda: pid in self._exits or self._gone, timeout)
-            return self._exits.get(pid)
+            return self._exits.pop(pid, None)
 
     def _read(self) -> None:
         while True:

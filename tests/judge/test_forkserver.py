@@ -115,3 +115,11 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_an_exit_status_is_read_once_and_not_kept(server, tmp_path):
+    proc = forked(server, tmp_path)
+    proc.close()
+    assert proc.proc.returncode == -signal.SIGKILL
+    assert proc.proc.pid not in server._exits  # a later process with this pid must not read it
+    assert proc.proc.poll() == -signal.SIGKILL  # the handle keeps it
