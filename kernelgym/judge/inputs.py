@@ -142,8 +142,12 @@ def swap_probe(values: list[Any], probe_seed: int, pairs: int = 8) -> list[Any]:
         if isinstance(v, torch.Tensor) and v.numel() >= 2:
             t = v.detach().clone().contiguous()
             flat = t.view(-1)
-            # distinct positions without randperm(numel), which would cost seconds on 64M elements
-            drawn = torch.unique(torch.randint(flat.numel(), (4 * pairs,), generator=gen))
+            # The first and last elements are the natural keys of a value-keyed cache: a swap there
+            # turns the cache's hit into a miss and the cheat goes unseen, so (when the tensor has
+            # an interior) swaps stay inside. Distinct positions without randperm(numel), which
+            # would cost seconds on 64M elements.
+            lo, hi = (1, flat.numel() - 1) if flat.numel() >= 4 else (0, flat.numel())
+            drawn = torch.unique(torch.randint(lo, hi, (4 * pairs,), generator=gen))
             drawn = drawn[torch.randperm(drawn.numel(), generator=gen)]
             k = min(pairs, drawn.numel() // 2)
             a, b = drawn[:k].to(flat.device), drawn[k : 2 * k].to(flat.device)

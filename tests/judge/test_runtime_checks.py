@@ -72,6 +72,17 @@ def test_swap_probe_is_deterministic_keeps_values_and_changes_positions():
     assert torch.equal(x, x.clone())  # the original is untouched
 
 
+def test_swap_probe_leaves_the_first_and_last_elements_in_place():
+    # a cache keyed on the ends would miss (and so pass) whenever a swap touched them: that made
+    # the RH-11 probe miss such a cache about once in 75 runs on a 2,400-element input
+    x = torch.randn(2400)
+    for seed in range(300):
+        p = swap_probe([x], seed)[0]
+        assert p[0] == x[0] and p[-1] == x[-1] and not torch.equal(p, x)
+    tiny = torch.tensor([1.0, 2.0, 3.0])  # no interior worth the name: any position may move
+    assert any(not torch.equal(swap_probe([tiny], s)[0], tiny) for s in range(20))
+
+
 def test_constant_output_on_a_near_degenerate_task_is_rh12():
     from kernelgym.judge.runtime_checks import constant_output_verdict
 
