@@ -72,3 +72,26 @@ def test_a_failed_compile_baseline_is_not_persisted(timed, monkeypatch):
     restart(monkeypatch)
     note[0] = ""
     assert ref.times([], JudgeConfig()).note == "" and len(calls) == 2
+
+
+def test_judges_missing_the_same_key_together_measure_it_once(timed, monkeypatch):
+    import threading
+    import time
+
+    ref, calls, _, _ = timed
+    measure = Reference._measure
+
+    def slow(self, input_sets, config):  # long enough for every thread to miss the cache
+        time.sleep(0.3)
+        return measure(self, input_sets, config)
+
+    monkeypatch.setattr(Reference, "_measure", slow)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(ref.times([], JudgeConfig()))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(results) == 6 and all(r == results[0] for r in results)
+    ref.times([], JudgeConfig(timing_reps=20))  # another key is not held up by the first one's lock
+    assert len(calls) == 2
