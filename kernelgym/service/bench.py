@@ -30,6 +30,7 @@ from kernelgym.judge.judge import judge
 from kernelgym.judge.result import EvalResult
 from kernelgym.judge.timing import BUSY_LOG_VAR
 from kernelgym.service.bench_mix import MixItem, build_mix
+from kernelgym.service.gpu_utilization import UtilizationSampler
 from kernelgym.tasks.loaders import builtin_answer_path, load_builtin
 
 
@@ -48,7 +49,9 @@ class ModeReport:
     held_share: float | None = None  # share of the wall time some GPU was held at all (measurements or kernel work)
     details: list[dict[str, Any]] = field(default_factory=list, repr=False)  # per answer: kind, status, phases
     pools: list[dict[str, Any]] = field(default_factory=list, repr=False)  # each worker's warm pool stats at the end
+    window: tuple[float, float] = field(default=(0.0, 0.0), repr=False)  # time.time() of the clock's start and end
     warmup_s: float | None = None  # service only: filling the warm pools after the workers were up (not in wall_s)
+    kernel_busy_share: float | None = None  # the driver's share of the wall time a kernel ran (nvidia-smi)
 
     @property
     def evals_per_min(self) -> float:
@@ -89,11 +92,11 @@ class ServiceBenchReport:
 
     def tables(self) -> list[Table]:
         t = Table("mode", "answers", "warm-up s", "wall s", "evals/min", "p50 latency s", "p95 latency s", "GPU timing-busy",
-                  "GPU held", "crash cost s", "unexpected verdicts", title=f"service bench on {self.gpu_name or self.device}")
+                  "GPU held", "GPU kernel-busy", "crash cost s", "unexpected verdicts", title=f"service bench on {self.gpu_name or self.device}")
         for m in self.modes:
             t.add_row(m.mode, str(m.n), _f(m.warmup_s, ".1f"), f"{m.wall_s:.1f}", f"{m.evals_per_min:.1f}", f"{m.percentile(0.5):.1f}",
                       f"{m.percentile(0.95):.1f}", "-" if m.busy_share is None else f"{m.busy_share:.0%}",
-                      "-" if m.held_share is None else f"{m.held_share:.0%}",
+                      "-" if m.held_share is None else f"{m.held_share:.0%}", _f(m.kernel_busy_share, ".0%"),
                       "-" if m.crash_cost_s is None else f"{m.crash_cost_s:.2f}", str(len(m.unexpected)))
         out = [t]
         if len(self.modes) == 2 and self.modes[1].evals_per_min > 0:
@@ -122,12 +125,15 @@ def run_service_bench(n: int, config: JudgeConfig, jobs: int = 8, warm: int | No
     defaults = asdict(JudgeConfig())
     overrides = {k: v for k, v in asdict(config).items() if k not in ("device", "seed") and v != defaults[k]}
     items = build_mix(n, seed=seed)
-    with tempfile.TemporaryDirectory(prefix="kernelgym-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kernelgym-bench-") as tmp, UtilizationSampler() as gpu_use:
         service_mode, repeat_results = _service_run(Path(tmp), items, overrides, device, jobs, warm,
                                                     repeats, repeat_tasks, fork_server)
         modes = [service_mode]
         if baseline:
             modes.append(_baseline_run(Path(tmp), items, config, device))
+    if device != "cpu":
+        for m in modes:
+            m.kernel_busy_share = gpu_use.share(m.window[0], m.window[1])
     gpu = next((r.gpu_name for r in repeat_results if r.gpu_name), "")
     rows = [_repeat_row(tid, [r for r in repeat_results if r.task_id == tid], device) for tid in repeat_tasks]
     return ServiceBenchReport(device=device, gpu_name=gpu, modes=modes, repeats=rows)
@@ -161,6 +167,7 @@ def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], dev
             results = [r.result for r in records]
             mode = _mode_report("service", items, results, [(r.finished_at or t1) - r.created_at for r in records],
                                 t1 - t0, _busy_share(busy_log, t0, t1), _busy_share(busy_log, t0, t1, ("x", "s")))
+            mode.window = (t0, t1)
             mode.pools = [w["pool"] for w in backend.stats()["workers"] if w.get("pool")]
             mode.warmup_s = warmup_s
             reps = [{"task_id": tid, "answer": builtin_answer_path(tid).read_text(), "config": {"seed": 20_000 + k}}
@@ -187,8 +194,10 @@ def _baseline_run(tmp: Path, items: list[MixItem], config: JudgeConfig, device: 
             results.append(judge(load_builtin(it.task_id)[0], it.answer, replace(config, device=device, seed=10_000 + i)))
         latencies.append(time.time() - t0)
     t1 = time.time()
-    return _mode_report("baseline (spawn per candidate, one at a time, no cache)", items, results, latencies,
+    mode = _mode_report("baseline (spawn per candidate, one at a time, no cache)", items, results, latencies,
                         t1 - t0, _busy_share(busy_log, t0, t1), _busy_share(busy_log, t0, t1, ("x", "s")))
+    mode.window = (t0, t1)
+    return mode
 
 
 def _mode_report(mode: str, items: list[MixItem], results: list[EvalResult | None], latencies: list[float],

@@ -14,7 +14,8 @@ def test_service_and_baseline_judge_the_same_batch(tmp_path):
         assert mode.unexpected == []
         assert mode.statuses == {"ok": 2, "wrong_output": 1, "compile_error": 1} or "runtime_error" in mode.statuses
         assert mode.wall_s > 0 and mode.evals_per_min > 0 and len(mode.latencies_s) == 4
-        assert mode.busy_share is None  # nothing is measured on a CPU
+        assert mode.busy_share is None and mode.kernel_busy_share is None  # nothing is measured on a CPU
+        assert mode.window[0] < mode.window[1]
     assert report.to_dict()["modes"][0]["evals_per_min"] == service.evals_per_min
     # the service's clock starts once its warm pool is full; the baseline has none
     assert service.warmup_s is not None and baseline.warmup_s is None
