@@ -331,11 +331,13 @@ def _reap(sock: socket.socket, children: set[int]) -> None:
 def _fork_child(msg: dict[str, Any], fds: list[int], sock: socket.socket, wake: tuple[int, int]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
+    server = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     code = 1
     try:
+        _die_with(server)
         code = _become_candidate(msg, fds, sock, wake)
     except BaseException:  # noqa: BLE001 - the child must never return into the server's loop
         import traceback
@@ -347,6 +349,19 @@ def _fork_child(msg: dict[str, Any], fds: list[int], sock: socket.socket, wake: 
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _die_with(server: int) -> None:
+    """Be killed when the server dies, however it dies. Its clean exit kills its children itself and
+    its client kills them when the server alone dies; but a host that kills a worker's whole tree
+    (Ray kills an actor's child processes with it) leaves nobody to: without this, an answer stuck
+    in an endless loop ran on after its Ray actor and fork server were gone."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != server:  # the server died before the request took effect
+        os._exit(1)
 
 
 def _become_candidate(msg: dict[str, Any], fds: list[int], sock: socket.socket, wake: tuple[int, int]) -> int:

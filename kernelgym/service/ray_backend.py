@@ -1,7 +1,8 @@
 """`RayBackend`: the service's jobs judged by Ray actors, one per GPU of a cluster of any size.
 
-Each actor holds one warm `Evaluator` and judges up to `jobs` candidates at once (a threaded actor),
-like a local worker does. The backend keeps its own queue and hands a job to the least-loaded ready
+Each actor holds one warm `Evaluator` and a `WarmPool` of started candidate processes (`warm`,
+default `jobs`; forked from a fork server of the actor's own) and judges up to `jobs` candidates at
+once (a threaded actor), like a local worker does. The backend keeps its own queue and hands a job to the least-loaded ready
 actor only when that actor has a free slot, so a queued job can still be cancelled and an actor that
 is starting (or cannot be placed) never holds jobs. One thread `ray.wait`s on every outstanding
 reference and delivers each job's outcome exactly once; when an actor dies, every job in flight on
@@ -48,12 +49,14 @@ class EvaluatorActor:
     On a GPU actor Ray has set CUDA_VISIBLE_DEVICES to its one GPU, so device "cuda" is that GPU.
     Jobs and outcomes cross as plain dicts so driver and actors only share the JSON-able shape."""
 
-    def __init__(self, device: str, base_config: dict[str, Any], label: str) -> None:
+    def __init__(self, device: str, base_config: dict[str, Any], label: str, warm: int = 0,
+                 fork_server: bool = True) -> None:
         import ray
         import torch
 
         from kernelgym.judge.versions import software_versions
         from kernelgym.worker.evaluator import Evaluator
+        from kernelgym.worker.warm_pool import WarmPool
 
         gpus = [str(g) for g in ray.get_gpu_ids()]
         ip = ray.util.get_node_ip_address()
@@ -63,6 +66,12 @@ class EvaluatorActor:
         if device.startswith("cuda"):
             torch.empty(0, device=device)  # create the CUDA context now, not inside the first job's deadline
             gpu_model = torch.cuda.get_device_name(device)
+        # Filled in the background: the actor is ready (and judges, with fresh processes while the
+        # pool is short) before its pool is full. If the actor is killed, the fork server sees its
+        # socket close and kills what it forked; exec'd candidates exit when their pipe closes.
+        self._pool = WarmPool(device, warm, fork_server=fork_server) if warm > 0 else None
+        if self._pool is not None:
+            self._pool.start()
         # gpu_model and versions name where verdicts come from: the service puts them in its cache key.
         self._info = {"worker": name, "node": ray.get_runtime_context().get_node_id(), "ip": ip,
                       "device": f"cuda:{','.join(gpus)}" if gpus else label,  # unique on its node, for metrics
@@ -74,6 +83,13 @@ class EvaluatorActor:
 
     def evaluate(self, job: dict[str, Any]) -> dict[str, Any]:
         return dataclasses.asdict(self._evaluator.evaluate(Job.from_dict(job)))
+
+    def wait_warm(self, timeout_s: float) -> dict[str, Any] | None:
+        """The warm pool's stats once it is full or `timeout_s` has passed; None without a pool."""
+        if self._pool is None:
+            return None
+        self._pool.wait_ready(timeout=timeout_s)
+        return self._pool.stats()
 
     def watch(self) -> None:
         """Never returns: its reference fails exactly when the actor dies, also while it is idle."""
@@ -101,6 +117,7 @@ class _Slot:
     disabled: str = ""  # why this slot gave up restarting its actor
     start_failures: int = 0
     restarts: int = 0
+    pool: dict[str, Any] | None = None  # its warm pool's stats, as of the last `wait_warm`
     done: int = 0
     busy_s: float = 0.0
     info: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -115,16 +132,23 @@ class RayBackend:
     caller already initialised is used as is (and left running by `shutdown`). `devices`: "auto" is one
     GPU actor per GPU in the cluster, or one CPU actor per node when it has none; "gpu" requires GPUs;
     "cpu" is one CPU actor per node; an integer N is N CPU actors. `jobs`: candidates per actor at once.
+    `warm`: candidate processes each actor keeps started (None: `jobs`; 0: a fresh process per
+    candidate); `fork_server`: fork them from a fork server (False: each a new interpreter).
     `init_kwargs` go to `ray.init` when it starts a cluster (e.g. num_cpus in tests)."""
 
     def __init__(self, address: str | None = "auto", devices: str | int = "auto", jobs: int = 4,
                  base_config: dict[str, Any] | None = None, init_kwargs: dict[str, Any] | None = None,
-                 env_vars: dict[str, str] | None = None, start_timeout: float = 300.0) -> None:
+                 env_vars: dict[str, str] | None = None, start_timeout: float = 300.0, warm: int | None = None,
+                 fork_server: bool = True) -> None:
         if jobs < 1:
             raise ValueError(f"jobs must be at least 1, got {jobs}")
+        if warm is not None and warm < 0:
+            raise ValueError(f"warm must be 0 or more, got {warm}")
         self.address = address
         self.devices = devices
         self.jobs = jobs
+        self.warm = jobs if warm is None else warm
+        self.fork_server = fork_server
         self.base_config = dict(base_config or {})
         self.init_kwargs = dict(init_kwargs or {})
         # Actors on other nodes do not inherit this process's environment: forward what the judge reads.
@@ -188,6 +212,28 @@ class RayBackend:
         if refused is not None:
             deliver_outcomes([(on_done, refused)])
 
+    def wait_warm(self, timeout_s: float = 300.0) -> bool:
+        """Wait until every ready actor's warm pool is full (at once without pools); False on
+        timeout or when an actor dies meanwhile. The pools' stats then show in `stats()`."""
+        if not self.warm:
+            return True
+        with self._lock:
+            slots = [s for s in self._slots if s.ready and s.actor is not None]
+            refs = [(s, s.generation, s.actor.wait_warm.remote(timeout_s)) for s in slots]
+        full = True
+        for slot, generation, ref in refs:
+            try:
+                pool = self._ray.get(ref, timeout=timeout_s + 30)
+            except Exception:  # the actor died or Ray timed out: not warm; its death is handled elsewhere
+                log.debug("wait_warm on %s failed", slot.name, exc_info=True)
+                full = False
+                continue
+            with self._lock:
+                if slot.generation == generation:
+                    slot.pool = pool
+            full = full and pool is not None and pool.get("ready", 0) >= pool.get("size", 0)
+        return full
+
     def cancel(self, job_id: str) -> bool:
         """Drops a job still in this backend's queue; one already sent to an actor runs to the end."""
         with self._lock:
@@ -200,7 +246,7 @@ class RayBackend:
             workers = [{"name": s.info.get("worker", s.name), "actor": s.name, "device": s.info.get("device", s.device),
                         "node": s.info.get("ip", ""), "alive": s.ready, "disabled": s.disabled,
                         "in_flight": len(s.running), "done": s.done, "busy_s": round(s.busy_s, 3),
-                        "restarts": s.restarts} for s in self._slots]
+                        "restarts": s.restarts, "pool": s.pool} for s in self._slots]
             infos = [s.info for s in self._slots if s.ready]
             queued = len(self._queue)
         return {"backend": "ray", "actors": len(workers), "actors_alive": len(infos),
@@ -275,11 +321,11 @@ class RayBackend:
         slot.generation += 1
         slot.name = f"kernelgym-{self._uid}-w{slot.index}-g{slot.generation}"
         slot.ready = False
-        slot.info = {}
+        slot.info, slot.pool = {}, None
         options: dict[str, Any] = {
             "name": slot.name, "namespace": NAMESPACE,
             "max_restarts": 0,  # we replace a dead actor ourselves, so restarts are counted and jobs failed once
-            "max_concurrency": self.jobs + 1,  # + the thread `watch` keeps for the actor's lifetime
+            "max_concurrency": self.jobs + 2,  # + the thread `watch` keeps for the actor's lifetime, + `wait_warm`
         }
         if self.env_vars:
             options["runtime_env"] = {"env_vars": self.env_vars}
@@ -291,7 +337,8 @@ class RayBackend:
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(slot.node, soft=True)
         else:
             options["num_gpus"] = 1
-        actor = self._actor_class.options(**options).remote(slot.device, self.base_config, f"cpu{slot.index}")
+        actor = self._actor_class.options(**options).remote(slot.device, self.base_config, f"cpu{slot.index}",
+                                                            self.warm, self.fork_server)
         slot.actor = actor
         self._refs[actor.describe.remote()] = ("ready", slot, slot.generation, None)
         self._refs[actor.watch.remote()] = ("watch", slot, slot.generation, None)

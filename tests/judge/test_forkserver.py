@@ -123,3 +123,50 @@ def test_an_exit_status_is_read_once_and_not_kept(server, tmp_path):
     assert proc.proc.returncode == -signal.SIGKILL
     assert proc.proc.pid not in server._exits  # a later process with this pid must not read it
     assert proc.proc.poll() == -signal.SIGKILL  # the handle keeps it
+
+
+_CLIENT = """
+import sys, time
+from pathlib import Path
+from kernelgym.judge.forkserver import ForkServer
+from kernelgym.judge.sandbox import CandidateProcess
+
+root = Path(sys.argv[1])
+(root / "server").mkdir()
+fs = ForkServer("cpu", root / "server")
+proc = CandidateProcess.prespawn("cpu", 600, root, forkserver=fs)
+proc.wait_ready()
+proc.assign(time.monotonic() + 600, 1 << 20, 1 << 20)
+(root / "endless.py").write_text("while True:\\n    pass\\n")
+proc.send({"op": "load", "code_path": str(root / "endless.py"), "device": "cpu", "init_inputs": [],
+           "init_seed": 0, "num_inputs": 1, "task_source": "def get_inputs():\\n    return []\\n\\n\\ndef get_init_inputs():\\n    return []\\n",
+           "task_size": "small"})
+print(fs.pid, proc.proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_busy_child_dies_when_its_client_and_server_are_killed_together(tmp_path):
+    # What a Ray actor's death does: the actor and its child processes (the fork server) are
+    # SIGKILLed, so neither the server's own exit path nor the client's cleanup runs; a candidate
+    # stuck in an endless loop never reads its closed pipe either.
+    import subprocess
+    import sys
+
+    client = subprocess.Popen([sys.executable, "-c", _CLIENT, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    child_pid = 0
+    try:
+        server_pid, child_pid = map(int, client.stdout.readline().split())
+        time.sleep(1.0)  # the child is in the answer's loop now
+        assert _state(child_pid) == "R"
+        client.kill()
+        os.kill(server_pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _state(child_pid) not in ("Z", "gone"):
+            assert time.monotonic() < deadline, "the candidate outlived its client and server"
+            time.sleep(0.05)
+    finally:
+        client.kill()
+        client.wait()
+        if child_pid and _state(child_pid) not in ("Z", "gone"):
+            os.kill(child_pid, signal.SIGKILL)  # a failed run leaves no endless loop behind

@@ -9,6 +9,7 @@ import torch
 
 ray = pytest.importorskip("ray")
 
+from kernelgym.service.bench_mix import make_variant  # noqa: E402
 from kernelgym.service.jobs import Job, JobOutcome  # noqa: E402
 from kernelgym.service.ray_backend import NAMESPACE, RayBackend  # noqa: E402
 from kernelgym.tasks.loaders import builtin_answer_path  # noqa: E402
@@ -39,6 +40,23 @@ class Outcomes:
 
 def relu_job(job_id: str) -> Job:
     return Job(id=job_id, task_id="relu", answer=RELU, config={"num_trials": 1})
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids whose parent is `pid` (from /proc/N/stat: the field after the state)."""
+    import os
+
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(name))
+    return found
 
 
 def wait_until(predicate, timeout: float = 60.0) -> None:
@@ -90,16 +108,49 @@ def test_judges_relu_on_two_cpu_actors_and_cancels_a_queued_job(backend):
     assert "queued" not in outcomes.calls
 
 
+def test_actors_keep_warm_pools_that_serve_the_candidates(backend):
+    assert backend.wait_warm(120)
+    before = [w["pool"] for w in backend.stats()["workers"]]
+    # one warm process per actor (warm defaults to jobs), forked from the actor's own fork server
+    assert all(p is not None and p["ready"] == p["size"] == 1 and p["fork_server"] for p in before)
+    outcomes = Outcomes()
+    for job_id in ("warm1", "warm2"):
+        backend.submit(relu_job(job_id), outcomes)
+    got = outcomes.wait("warm1", "warm2")
+    assert all(o.ok and o.result["status"] == "ok" for o in got.values())
+    assert backend.wait_warm(120)
+    after = [w["pool"] for w in backend.stats()["workers"]]
+    assert sum(p["handed_out"] for p in after) == sum(p["handed_out"] for p in before) + 2
+    assert sum(p["misses"] for p in after) == sum(p["misses"] for p in before)  # both came from the pools
+
+
 def test_actor_killed_mid_job_gives_one_retryable_outcome_and_is_replaced(backend):
     outcomes = Outcomes()
+    assert backend.wait_warm(120)
     restarts = backend.stats()["restarts"]
-    backend.submit(relu_job("doomed"), outcomes)
+    # an answer whose forward never returns: the kill lands mid-job however fast the judge is
+    endless = make_variant(RELU, "timeout")
+    backend.submit(Job(id="doomed", task_id="relu", answer=endless, config={"num_trials": 1, "timeout_s": 60}),
+                   outcomes)
     victim = next(w for w in backend.stats()["workers"] if w["in_flight"] == 1)
     time.sleep(1.0)  # let the judge get going inside the actor
+    forked = children_of(victim["pool"]["fork_server"])
+    assert forked  # the endless candidate, at least (and the warm process that replaces it)
     ray.kill(ray.get_actor(victim["actor"], namespace=NAMESPACE))
 
     lost = outcomes.wait("doomed")["doomed"]
     assert lost.result is None and lost.retryable and "died" in lost.system_error
+
+    def gone(pid: int) -> bool:  # exited: no such process, or a zombie left for its reaper
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            return True
+
+    # the dead actor's fork server does not outlive it, nor (it kills them as it goes) the endless
+    # candidate it forked
+    wait_until(lambda: gone(victim["pool"]["fork_server"]) and all(gone(pid) for pid in forked), timeout=30)
     wait_until(lambda: backend.stats()["actors_alive"] == 2)
     stats = backend.stats()
     assert stats["restarts"] == restarts + 1 and stats["in_flight"] == 0
