@@ -2,11 +2,11 @@
 
 Each actor holds one warm `Evaluator` and a `WarmPool` of started candidate processes (`warm`,
 default `jobs`; forked from a fork server of the actor's own) and judges up to `jobs` candidates at
-once (a threaded actor), like a local worker does. The backend keeps its own queue and hands a job to the least-loaded ready
-actor only when that actor has a free slot, so a queued job can still be cancelled and an actor that
-is starting (or cannot be placed) never holds jobs. One thread `ray.wait`s on every outstanding
-reference and delivers each job's outcome exactly once; when an actor dies, every job in flight on
-it gets a retryable `system_error` and the actor is replaced.
+once (a threaded actor), like a local worker does. The backend keeps its own queue and hands a job
+to the least-loaded ready actor only when that actor has a free slot, so a queued job can still be
+cancelled and an actor that is starting (or cannot be placed) never holds jobs. One thread
+`ray.wait`s on every outstanding reference and delivers each job's outcome exactly once; when an
+actor dies, every job in flight on it gets a retryable `system_error` and the actor is replaced.
 
 Ray is optional (`pip install "kernelgym[ray]"`) and is imported only when a backend starts.
 """
@@ -67,8 +67,8 @@ class EvaluatorActor:
             torch.empty(0, device=device)  # create the CUDA context now, not inside the first job's deadline
             gpu_model = torch.cuda.get_device_name(device)
         # Filled in the background: the actor is ready (and judges, with fresh processes while the
-        # pool is short) before its pool is full. If the actor is killed, the fork server sees its
-        # socket close and kills what it forked; exec'd candidates exit when their pipe closes.
+        # pool is short) before its pool is full. A killed actor takes its child processes (the fork
+        # server) with it, and forked candidates die with their server (PR_SET_PDEATHSIG).
         self._pool = WarmPool(device, warm, fork_server=fork_server) if warm > 0 else None
         if self._pool is not None:
             self._pool.start()
