@@ -261,7 +261,9 @@ def _preload() -> None:
     import triton  # noqa: F401
     import triton.language  # noqa: F401
 
-    from kernelgym.judge import child, errors, inputs, launch_hook, profiling, protocol, timing, triton_warmup  # noqa: F401
+    from kernelgym.judge import (  # noqa: F401
+        child, errors, inputs, interpreter, launch_hook, profiling, protocol, timing, triton_warmup,
+    )
     from kernelgym.tasks import task  # noqa: F401
 
     if torch.cuda.is_initialized():
