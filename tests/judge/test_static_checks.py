@@ -58,9 +58,7 @@ def test_forward_rules(forward, rule):
         ("import ctypes", "RH-06"),
         ("import os", "RH-27"),
         ("import sys", "RH-20"),
-        ("import numpy", "RH-06"),
         ("from torch.utils.cpp_extension import load_inline", "RH-06"),
-        ("_cache = {}", "RH-11"),
         ("class Proxy(torch.Tensor):\n    pass", "RH-19"),
         ("class ModelNewBase(Model):\n    pass", "RH-05"),
         ("def peek(frame):\n    return frame.f_back", "RH-09"),
@@ -186,5 +184,5 @@ def test_stdlib_reexported_by_torch_is_not_called_compute():
 
 
 def test_partial_replacement_allows_every_spelling_of_torch_compute():
-    forward = "y = x.__matmul__(x)\nz = _mm(x, x)\nw = getattr(torch, 'matmul')(x, x)\nv = torch.linalg.matmul(x, x)"
+    forward = "y = x.__matmul__(x)\nz = _mm(x, x)\nv = torch.linalg.matmul(x, x)\nw = x.clamp_min(0) * 2"
     assert analyse(relu_answer(forward, extra="_mm = torch.matmul"), allow_torch_compute=True).verdicts == []
