@@ -124,6 +124,11 @@ THREAT_METHODS = {
     "register_post_accumulate_grad_hook": "RH-20", "apply": "RH-20", "record_stream": "RH-17",
     "wait_stream": "RH-17", "half": "RH-14", "bfloat16": "RH-14", "set_": "RH-10", "share_memory_": "RH-18",
 }  # fmt: skip
+# Methods code may call on values that are not tensors (dicts, strings, shapes, launch metadata):
+# enough for honest code, and none that writes into a tensor that happens to sit in a dict.
+SCALAR_METHODS = frozenset({"get", "items", "keys", "values", "format", "join", "index", "count", "numel",
+                            "startswith", "endswith", "lower", "upper", "strip", "split", "bit_length",
+                            "is_integer", "is_floating_point", "to_complex"})
 # Methods of nn.Module that __init__ may call on self.
 INIT_SELF_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "to", "cuda", "float",
                                "double", "eval", "train", "requires_grad_", "parameters", "named_parameters"})

@@ -291,6 +291,9 @@ class _Rules(ast.NodeVisitor):
                     self.threat("RH-11", dec, "a cache on a method keys on the module object and keeps outputs")
                 if isinstance(dec, ast.Call):
                     for a in [*dec.args, *(k.value for k in dec.keywords)]:
+                        if path in C.KERNEL_DECORATORS:
+                            # Heuristics and config-pruning lambdas get the launch's metadata, like a grid.
+                            self.grids.update(_lambda_key(n) for n in ast.walk(a) if isinstance(n, ast.Lambda))
                         self.visit(a)
                 continue
             if isinstance(target, ast.Name) and target.id in C.THREAT_BUILTINS:
@@ -549,6 +552,10 @@ class _Rules(ast.NodeVisitor):
             if self.context == "init" or self.allow:
                 return
             self.compute(node, f"'.{attr}' on a tensor")
+        elif base.scalar and base.kind != PATH and self.context in ("code", "cached", "module") and \
+                _called(self.scan.parents.get(node), node) and attr not in C.SCALAR_METHODS:
+            self.outside(node, f"the method '.{attr}()' on a non-tensor value (allowed: "
+                               f"{', '.join(sorted(C.SCALAR_METHODS))})")
         elif base.kind == SELF and self.kind(node).kind == PATH:
             self._path(node, self.kind(node).name)  # a torch function stored on self in __init__, used here
         elif base.kind == SELF and self.context in ("code", "cached") and attr in self.scan.module_api and \
@@ -719,6 +726,10 @@ def _is_main_guard(test: ast.AST) -> bool:
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
             and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
             and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__")
+
+
+def _called(parent: ast.AST | None, node: ast.AST) -> bool:
+    return isinstance(parent, ast.Call) and parent.func is node
 
 
 def _is_super_call(node: ast.AST) -> bool:

@@ -94,6 +94,11 @@ def scan_module(tree: ast.Module) -> ModuleScan:
         elif isinstance(node, ast.ImportFrom) and not node.level:
             for a in node.names:
                 aliases[a.asname or a.name] = f"{node.module or ''}.{a.name}"
+    for stmt in _module_statements(tree.body):  # `jit = triton.jit`, `la = torch.linalg`: aliases of a path
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            path = resolve(stmt.value, aliases)
+            if path is not None:
+                aliases[stmt.targets[0].id] = path
     g = scan.facts.globals
     for stmt in _module_statements(tree.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -117,11 +122,6 @@ def scan_module(tree: ast.Module) -> ModuleScan:
                 for t in stmt.targets:
                     if isinstance(t, ast.Name):
                         g[t.id] = Kind(KERNEL, fn)
-    for stmt in _module_statements(tree.body):  # `jit = triton.jit`, `la = torch.linalg`: aliases of a path
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            path = resolve(stmt.value, aliases)
-            if path is not None and stmt.targets[0].id not in g:
-                aliases[stmt.targets[0].id] = path
     module_scope = Scope(scan.facts, None)
     for stmt in _module_statements(tree.body):
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
