@@ -4,7 +4,7 @@ Each exploit is an answer file under `tests/redteam/exploits/` whose first lines
 `# key: value` comments:
 
     # threat: RH-11                      the category it attacks (THREATS.md)
-    # task: softmax                      a built-in task it is judged on
+    # task: softmax                      a built-in task it is judged on, or `*`: task-agnostic
     # variant: cache keyed on data_ptr   one line on what it does
     # expect: cheat RH-11                verdict with every check on
     # expect_dynamic: cheat RH-21 | wrong_output   verdict with the static rules off (optional)
@@ -17,18 +17,33 @@ defence in depth: with the AST rules off, the run-time checks alone must still r
 Exploits without it are caught only statically, and the report says so. An exploit with `gap`
 is a known hole: it is still run and reported (as a gap, with its reason), but does not fail the
 run; a gap exploit that starts being caught is reported too, so the header can be removed.
+
+A task-agnostic exploit (`# task: *`, e.g. one that rebuilds whatever reference the judge loads)
+is run once per task: `expand_agnostic` makes one instance per task id, named `stem[task]`.
+`kernelgym redteam` runs them over every built-in task; CI runs them over `CI_AGNOSTIC_TASKS`.
+
+Honest-but-unusual answers live in `tests/redteam/honest/` with a two-line header,
+
+    # task: softmax                      the built-in task it answers
+    # style: multi-config autotune       what is unusual about it (why a naive rule might flag it)
+
+and must be judged `ok`: a verdict on one of them is a false flag, like one on a built-in answer.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kernelgym.judge.result import EvalResult, Status
 
 _FIELD = re.compile(r"^#\s*(\w+):\s*(.*?)\s*$")
 _KEYS = {"threat", "task", "variant", "expect", "expect_dynamic", "device", "gap"}
+ANY_TASK = "*"
+# The task-agnostic exploits' sample in CI (bounded time): one per kind of task (elementwise,
+# reduction, layer with weights, matmul, several inputs, integer output).
+CI_AGNOSTIC_TASKS = ("relu", "softmax", "linear_bias_relu", "matmul_rect", "add_layer_norm", "argmax_dim")
 
 
 @dataclass(frozen=True)
@@ -77,22 +92,35 @@ class Exploit:
     device: str = "any"
     gap: str = ""
     text: str = field(default="", repr=False)
+    instance: str = ""  # for a task-agnostic exploit expanded over tasks: the task it is bound to
 
     @property
     def name(self) -> str:
-        return self.path.stem
+        return f"{self.path.stem}[{self.instance}]" if self.instance else self.path.stem
+
+    @property
+    def agnostic(self) -> bool:
+        """Declared `task: *`, and not yet bound to a task."""
+        return self.task == ANY_TASK
+
+    def for_task(self, task_id: str) -> Exploit:
+        """This task-agnostic exploit bound to one task."""
+        if not self.agnostic:
+            raise ValueError(f"{self.name} is bound to task {self.task!r}")
+        return replace(self, task=task_id, instance=task_id)
 
     def runs_on(self, device: str) -> bool:
         return self.device == "any" or device.startswith(self.device)
 
 
-def corpus_dir() -> Path:
-    """The exploits shipped with the source tree (or inside the installed package)."""
+def corpus_dir(kind: str = "exploits") -> Path:
+    """The exploits (or, with kind='honest', the honest-but-unusual answers) shipped with the source
+    tree (or inside the installed package)."""
     here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "tests" / "redteam" / "exploits", here.parents[1] / "_redteam" / "exploits"):
+    for candidate in (here.parents[2] / "tests" / "redteam" / kind, here.parents[1] / "_redteam" / kind):
         if candidate.is_dir():
             return candidate
-    raise FileNotFoundError("red-team corpus not found (tests/redteam/exploits)")
+    raise FileNotFoundError(f"red-team corpus not found (tests/redteam/{kind})")
 
 
 def parse_exploit(path: Path) -> Exploit:
@@ -127,3 +155,52 @@ def load_corpus(directory: Path | None = None) -> list[Exploit]:
     directory = directory or corpus_dir()
     exploits = [parse_exploit(p) for p in sorted(directory.glob("*.py"))]
     return sorted(exploits, key=lambda e: (e.threat, e.name))
+
+
+def expand_agnostic(exploits: list[Exploit], task_ids: list[str] | tuple[str, ...]) -> list[Exploit]:
+    """Each task-agnostic exploit once per task in `task_ids`; task-bound exploits unchanged."""
+    out: list[Exploit] = []
+    for e in exploits:
+        out.extend([e.for_task(t) for t in task_ids] if e.agnostic else [e])
+    return out
+
+
+@dataclass(frozen=True)
+class HonestAnswer:
+    """A correct answer written the way an honest Triton author might, that a judge must accept."""
+
+    path: Path
+    task: str
+    style: str
+    text: str = field(default="", repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+def parse_honest(path: Path) -> HonestAnswer:
+    """Read one honest answer's header (`# task:`, `# style:`). Raises ValueError naming the file."""
+    text = path.read_text()
+    meta: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _FIELD.match(line)
+        if not m:
+            break
+        meta.setdefault(m.group(1), m.group(2))
+    missing = {"task", "style"} - set(meta)
+    if missing:
+        raise ValueError(f"{path.name}: header lacks {sorted(missing)}")
+    if meta["task"] == ANY_TASK:
+        raise ValueError(f"{path.name}: an honest answer names one task")
+    return HonestAnswer(path=path, task=meta["task"], style=meta["style"], text=text)
+
+
+def load_honest(directory: Path | None = None) -> list[HonestAnswer]:
+    """Every honest-but-unusual answer, sorted by name (none when the directory is absent)."""
+    if directory is None:
+        try:
+            directory = corpus_dir("honest")
+        except FileNotFoundError:
+            return []
+    return [parse_honest(p) for p in sorted(directory.glob("*.py"))]

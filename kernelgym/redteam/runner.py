@@ -1,4 +1,5 @@
-"""Run the red-team corpus and the legitimate corpus (every built-in answer) through the judge."""
+"""Run the red-team corpus and the legitimate corpus (every built-in answer and every honest-but-unusual
+answer of `tests/redteam/honest/`) through the judge."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import dataclass, field, replace
 from kernelgym.judge.batch import judge_many
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import EvalResult, Status
-from kernelgym.redteam.corpus import Exploit, Expectation, load_corpus
+from kernelgym.redteam.corpus import Exploit, Expectation, expand_agnostic, load_corpus, load_honest
+from kernelgym.tasks import builtin_task_ids
 from kernelgym.tasks.loaders import builtin_answer_path, load_builtin
 from kernelgym.tasks.task import Task
 
@@ -46,6 +48,7 @@ class RedteamReport:
     device: str
     outcomes: list[ExploitOutcome] = field(default_factory=list)
     legit: list[EvalResult] = field(default_factory=list)
+    legit_names: list[str] = field(default_factory=list)  # beside `legit`: 'builtin:<task>' or 'honest:<file>'
     skipped: list[Exploit] = field(default_factory=list)  # exploits that need another device
 
     @property
@@ -59,6 +62,12 @@ class RedteamReport:
     @property
     def false_flags(self) -> list[EvalResult]:
         return [r for r in self.legit if r.status is not Status.OK]
+
+    def legit_name(self, result: EvalResult) -> str:
+        for name, r in zip(self.legit_names, self.legit):
+            if r is result:
+                return name
+        return result.task_id
 
     @property
     def ok(self) -> bool:
@@ -77,17 +86,22 @@ def _matches(expected: tuple[Expectation, ...], result: EvalResult) -> bool:
 
 def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None = None, legit: bool = True,
                 progress: bool = True, exploits: list[Exploit] | None = None,
-                on_result: Callable[[EvalResult], None] | None = None) -> RedteamReport:
-    """Judge every exploit (and, with `legit`, every built-in answer) on `config`'s device.
+                on_result: Callable[[EvalResult], None] | None = None,
+                agnostic_tasks: list[str] | tuple[str, ...] | None = None,
+                honest: bool = True) -> RedteamReport:
+    """Judge every exploit (and, with `legit`, every built-in answer and, with `honest` too, every
+    honest-but-unusual answer) on `config`'s device.
 
     `only` filters exploits by threat code or file-name substring. Exploits marked `device: cuda`
-    are skipped (and listed) on a CPU run.
+    are skipped (and listed) on a CPU run. Task-agnostic exploits (`task: *`) run once per task of
+    `agnostic_tasks` (default: every built-in task).
     """
     device = config.resolved_device()
     config = replace(config, device=device)
     report = RedteamReport(device=device)
-    chosen = [e for e in (exploits if exploits is not None else load_corpus())
-              if only is None or only == e.threat or only in e.name]
+    pool = exploits if exploits is not None else load_corpus()
+    pool = expand_agnostic(pool, list(agnostic_tasks) if agnostic_tasks is not None else builtin_task_ids())
+    chosen = [e for e in pool if only is None or only == e.threat or only in e.name]
     runnable = [e for e in chosen if e.runs_on(device)]
     report.skipped = [e for e in chosen if not e.runs_on(device)]
     tasks = _tasks_for(runnable)
@@ -100,9 +114,13 @@ def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None =
         for o, r in zip(deep, dyn):
             o.dynamic_result = r
     if legit:
-        honest = load_builtin()
-        report.legit = judge_many([(t, builtin_answer_path(t.task_id).read_text()) for t in honest], config, jobs,
-                                  progress, on_result)
+        jobs_legit = [(f"builtin:{t.task_id}", t, builtin_answer_path(t.task_id).read_text()) for t in load_builtin()]
+        if honest:
+            answers = load_honest()
+            tasks_h = {tid: load_builtin(tid)[0] for tid in sorted({a.task for a in answers})}
+            jobs_legit += [(f"honest:{a.name}", tasks_h[a.task], a.text) for a in answers]
+        report.legit = judge_many([(t, text) for _, t, text in jobs_legit], config, jobs, progress, on_result)
+        report.legit_names = [name for name, _, _ in jobs_legit]
     return report
 
 
@@ -125,7 +143,7 @@ def report_table(report: RedteamReport):  # noqa: ANN201 - a rich Table
                       f"{sum(bool(o.dynamic_caught) for o in deep)}/{len(deep)}" if deep else "static only", "-")
     if report.legit:
         flags = len(report.false_flags)
-        table.add_row("honest answers", str(len(report.legit)), "-", "-", "-", "-",
+        table.add_row("honest answers (built-in + unusual)", str(len(report.legit)), "-", "-", "-", "-",
                       f"[red]{flags}[/red]" if flags else "0")
     return table
 
@@ -147,7 +165,7 @@ def describe_failures(report: RedteamReport) -> list[str]:
         if o.exploit.gap and o.passed:
             lines.append(f"GAP CLOSED {o.exploit.name}: now caught; remove its 'gap' header")
     for r in report.false_flags:
-        lines.append(f"FALSE FLAG {r.task_id}: {r.status.value}: {r.message}")
+        lines.append(f"FALSE FLAG {report.legit_name(r)} ({r.task_id}): {r.status.value}: {r.message}")
     return lines
 
 

@@ -1,14 +1,28 @@
 """The red-team corpus on CPU: every exploit that can run here is rejected with its expected
-verdict, with all checks on and, where declared, with the static rules off (defence in depth)."""
+verdict, with all checks on and, where declared, with the static rules off (defence in depth).
+Task-agnostic exploits (`task: *`) run on a small sample of tasks (`CI_AGNOSTIC_TASKS`; the CLI runs
+them on every task). Every honest-but-unusual answer in `honest/` must be judged `ok`."""
 
 import pytest
 
-from kernelgym.judge import JudgeConfig
-from kernelgym.redteam.corpus import Expectation, load_corpus, parse_exploit
+from kernelgym.judge import JudgeConfig, judge
+from kernelgym.judge.result import Status
+from kernelgym.redteam.corpus import (
+    ANY_TASK,
+    CI_AGNOSTIC_TASKS,
+    Expectation,
+    expand_agnostic,
+    load_corpus,
+    load_honest,
+    parse_exploit,
+    parse_honest,
+)
 from kernelgym.redteam.runner import run_redteam
-from kernelgym.tasks import builtin_task_ids
+from kernelgym.tasks import builtin_task_ids, load_builtin
 
-CORPUS = load_corpus()
+RAW_CORPUS = load_corpus()
+CORPUS = expand_agnostic(RAW_CORPUS, CI_AGNOSTIC_TASKS)
+HONEST = load_honest()
 
 
 def test_corpus_covers_every_category_it_can():
@@ -16,6 +30,35 @@ def test_corpus_covers_every_category_it_can():
     # every category of THREATS.md has at least one exploit (RH-26, a detector, has forged-time ones)
     assert {f"RH-{i:02d}" for i in range(1, 28)} <= threats
     assert {e.task for e in CORPUS} <= set(builtin_task_ids())
+    assert {e.task for e in RAW_CORPUS} <= set(builtin_task_ids()) | {ANY_TASK}
+    assert len([e for e in RAW_CORPUS if e.agnostic]) >= 3
+    assert set(CI_AGNOSTIC_TASKS) <= set(builtin_task_ids())
+
+
+def test_agnostic_exploits_expand_over_tasks():
+    agnostic = [e for e in RAW_CORPUS if e.agnostic]
+    expanded = expand_agnostic(agnostic, ["relu", "softmax"])
+    assert len(expanded) == 2 * len(agnostic)
+    assert {e.name for e in expanded} == {f"{e.name}[{t}]" for e in agnostic for t in ("relu", "softmax")}
+    assert not any(e.agnostic for e in expanded)
+    bound = next(e for e in RAW_CORPUS if not e.agnostic)
+    assert expand_agnostic([bound], ["relu"]) == [bound]
+    with pytest.raises(ValueError, match="bound to task"):
+        bound.for_task("relu")
+
+
+def test_honest_corpus_is_well_formed():
+    assert len(HONEST) >= 30
+    assert {a.task for a in HONEST} <= set(builtin_task_ids())
+    assert len({a.name for a in HONEST}) == len(HONEST)
+
+
+@pytest.mark.parametrize("answer", HONEST, ids=lambda a: a.name)
+def test_honest_unusual_answer_is_accepted_on_cpu(answer):
+    (task,) = load_builtin(answer.task)
+    result = judge(task, answer.text, JudgeConfig(device="cpu", timeout_s=120))
+    assert result.status is Status.OK, (f"false flag on an honest answer ({answer.style}): "
+                                        f"{result.status.value}: {result.message}")
 
 
 @pytest.mark.parametrize("exploit", [e for e in CORPUS if e.runs_on("cpu")], ids=lambda e: e.name)
@@ -39,6 +82,18 @@ def test_header_errors_name_the_file(tmp_path):
     bad.write_text("# threat: RH-11\n# task: relu\nimport torch\n")
     with pytest.raises(ValueError, match="header lacks"):
         parse_exploit(bad)
+
+
+def test_honest_header_errors_name_the_file(tmp_path):
+    bad = tmp_path / "odd.py"
+    bad.write_text("# task: relu\nimport torch\n")
+    with pytest.raises(ValueError, match="odd.py: header lacks"):
+        parse_honest(bad)
+    bad.write_text("# task: *\n# style: x\nimport torch\n")
+    with pytest.raises(ValueError, match="one task"):
+        parse_honest(bad)
+    bad.write_text("# task: relu\n# style: plain\nimport torch\n")
+    assert parse_honest(bad).style == "plain"
 
 
 def test_expectation_alternatives():
