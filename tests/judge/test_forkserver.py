@@ -56,7 +56,7 @@ def test_the_exit_status_comes_back_from_the_server(server, tmp_path):
     proc = forked(server, tmp_path)
     try:
         os.kill(proc.proc.pid, signal.SIGSEGV)
-        assert proc.proc.wait(timeout=10) == -signal.SIGSEGV
+        assert proc.proc.wait(timeout=60) == -signal.SIGSEGV
     finally:
         proc.close()
 
@@ -67,8 +67,8 @@ def test_when_the_server_dies_its_children_are_killed_and_spawns_fail(tmp_path):
     try:
         proc = forked(fs, tmp_path)
         os.kill(fs.pid, signal.SIGKILL)
-        assert proc.proc.wait(timeout=10) == -signal.SIGKILL
-        deadline = time.monotonic() + 10
+        assert proc.proc.wait(timeout=60) == -signal.SIGKILL
+        deadline = time.monotonic() + 60
         while os.path.exists(f"/proc/{proc.proc.pid}") and _state(proc.proc.pid) != "Z":
             assert time.monotonic() < deadline, "the orphaned child is still running"
             time.sleep(0.05)
@@ -85,7 +85,7 @@ def test_closing_the_server_kills_what_it_forked(tmp_path):
     fs = ForkServer("cpu", tmp_path / "server")
     proc = forked(fs, tmp_path)
     fs.close()
-    assert proc.proc.wait(timeout=10) == -signal.SIGKILL
+    assert proc.proc.wait(timeout=60) == -signal.SIGKILL
     proc.close()
 
 
@@ -96,7 +96,7 @@ def test_a_pool_restarts_a_dead_server():
         (idle,) = list(pool._ready)
         assert first is not None
         os.kill(first, signal.SIGKILL)
-        assert idle.proc.wait(timeout=10) == -signal.SIGKILL  # an orphan without its server: killed
+        assert idle.proc.wait(timeout=60) == -signal.SIGKILL  # an orphan without its server: killed
         deadline = time.monotonic() + 60
         while True:  # the idle process died with its server; its replacement needs a new server
             proc = pool.take(time.monotonic() + 30, 1 << 20, 1 << 20)
@@ -157,11 +157,13 @@ def test_a_busy_child_dies_when_its_client_and_server_are_killed_together(tmp_pa
     child_pid = 0
     try:
         server_pid, child_pid = map(int, client.stdout.readline().split())
-        time.sleep(1.0)  # the child is in the answer's loop now
-        assert _state(child_pid) == "R"
+        deadline = time.monotonic() + 60
+        while _state(child_pid) != "R":  # the child reaches the answer's loop (a loaded machine may take a while)
+            assert time.monotonic() < deadline, _state(child_pid)
+            time.sleep(0.05)
         client.kill()
         os.kill(server_pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while _state(child_pid) not in ("Z", "gone"):
             assert time.monotonic() < deadline, "the candidate outlived its client and server"
             time.sleep(0.05)

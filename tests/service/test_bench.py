@@ -6,7 +6,7 @@ from kernelgym.service.bench import _busy_share, run_service_bench
 
 
 def test_service_and_baseline_judge_the_same_batch(tmp_path):
-    report = run_service_bench(4, JudgeConfig(device="cpu", num_trials=1, timeout_s=20), jobs=2, warm=1,
+    report = run_service_bench(4, JudgeConfig(device="cpu", num_trials=1, timeout_s=120), jobs=2, warm=1,
                                baseline=True, repeats=0, repeat_tasks=())
     service, baseline = report.modes
     for mode in (service, baseline):

@@ -9,7 +9,7 @@ from kernelgym.service.bench_mix import DEFAULT_TASKS, EXPECTED, build_mix, make
 from kernelgym.tasks import load_builtin
 from kernelgym.tasks.loaders import builtin_answer_path
 
-FAST = JudgeConfig(device="cpu", num_trials=1, timeout_s=20)
+FAST = JudgeConfig(device="cpu", num_trials=1, timeout_s=120)  # a limit these tests do not test: room for a loaded machine
 
 
 def test_mix_has_the_issue_proportions():

@@ -109,7 +109,7 @@ def test_shutdown_fails_in_flight_jobs_as_retryable(backend, tmp_path):
                    outcomes)
     wait_until(lambda: backend.stats()["in_flight"] == 1)
     backend.shutdown()
-    outcomes.wait("sleep", timeout=5)
+    outcomes.wait("sleep", timeout=60)
     assert outcomes.by_job["sleep"].retryable and outcomes.by_job["sleep"].system_error
     assert backend.stats()["workers_alive"] == 0
     backend.submit(Job(id="late", task_id="relu", answer=RELU), outcomes)

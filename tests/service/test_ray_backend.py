@@ -133,7 +133,7 @@ def test_actor_killed_mid_job_gives_one_retryable_outcome_and_is_replaced(backen
     backend.submit(Job(id="doomed", task_id="relu", answer=endless, config={"num_trials": 1, "timeout_s": 60}),
                    outcomes)
     victim = next(w for w in backend.stats()["workers"] if w["in_flight"] == 1)
-    time.sleep(1.0)  # let the judge get going inside the actor
+    wait_until(lambda: children_of(victim["pool"]["fork_server"]), timeout=60)  # the judge got going in the actor
     forked = children_of(victim["pool"]["fork_server"])
     assert forked  # the endless candidate, at least (and the warm process that replaces it)
     ray.kill(ray.get_actor(victim["actor"], namespace=NAMESPACE))
@@ -172,9 +172,9 @@ def test_shutdown_gives_in_flight_and_queued_jobs_retryable_outcomes(cluster):
         backend.submit(relu_job(job_id), outcomes)
     backend.shutdown()
     backend.shutdown()  # idempotent: nothing delivered twice
-    got = outcomes.wait("x", "y", "z", timeout=5)
+    got = outcomes.wait("x", "y", "z", timeout=60)
     assert all(o.retryable and o.system_error and o.result is None for o in got.values())
     backend.submit(relu_job("late"), outcomes)  # after shutdown: refused at once, still exactly one outcome
-    assert outcomes.wait("late", timeout=5)["late"].retryable
+    assert outcomes.wait("late", timeout=60)["late"].retryable
     time.sleep(0.5)
     assert all(len(calls) == 1 for calls in outcomes.calls.values())

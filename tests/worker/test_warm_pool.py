@@ -101,7 +101,7 @@ def test_a_process_serves_one_evaluation_and_dies(relu, pool, monkeypatch):
 
 
 def test_deadline_starts_at_hand_out(relu, pool, monkeypatch):
-    limit = 5.0
+    limit = 15.0  # the judge below must finish within it on a loaded machine too
     assert pool.wait_ready(timeout=60)
     oldest = pool._ready[0]
     time.sleep(max(0.0, limit + 0.5 - (time.monotonic() - oldest.spawned_at)))
