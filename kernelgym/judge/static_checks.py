@@ -85,6 +85,7 @@ _OPERATOR_DUNDERS = {f"__{p}{op}__" for op in ("matmul", "mul", "add", "sub", "t
 _DUNDER_RULES = {"__globals__": "RH-09", "__class__": "RH-19", "__torch_function__": "RH-19",
                  "__torch_dispatch__": "RH-19", "__exit__": "RH-04", "__aexit__": "RH-04", "__file__": "RH-27",
                  "__setitem__": "RH-11", "__delitem__": "RH-11", **{d: "RH-01" for d in _OPERATOR_DUNDERS}}
+_CODE = ("code", "cached", "grid")  # contexts where only allocation, views and launches may touch tensors
 _CONTEXT_MANAGERS = {"torch.no_grad", "torch.inference_mode", "torch.cuda.device"}
 _TENSOR_ALLOWED_TEXT = "shapes, strides, views (view/reshape/permute/...), allocation and kernel launches"
 
@@ -115,7 +116,7 @@ class _Rules(ast.NodeVisitor):
 
     def compute(self, node: ast.AST, what: str) -> None:
         """Torch compute outside a kernel (RH-01), unless the task allows partial replacement."""
-        if not self.allow and self.context in ("code", "cached"):
+        if not self.allow and self.context in _CODE:
             self.threat("RH-01", node, f"{what} computes with torch outside a Triton kernel (outside kernels an answer "
                                        f"may use only {_TENSOR_ALLOWED_TEXT})")
 
@@ -267,6 +268,8 @@ class _Rules(ast.NodeVisitor):
         params = self.scan.param_kinds(key, node, cls, context)
         saved = (self.context, self.scope, self.func_key)
         self.context, self.func_key = context, key
+        if key in self.scan.grids and context == "code":
+            self.context = "grid"  # Triton calls it with the launch's arguments, tensors included
         self.scope = Scope(self.scan.facts, cls if cls else self.scope.cls, outer=saved[1] if saved[0] != "module" else None)
         for arg, kind in params.items():
             self.scope.local[arg] = kind
@@ -376,6 +379,9 @@ class _Rules(ast.NodeVisitor):
 
     visit_YieldFrom = visit_Yield  # type: ignore[assignment]
 
+    def visit_Match(self, node: ast.AST) -> None:
+        self.outside(node, "a 'match' statement")
+
     def visit_Await(self, node: ast.Await) -> None:
         self.threat("RH-18", node, "'await' is not allowed")
         self.generic_visit(node)
@@ -414,7 +420,7 @@ class _Rules(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _test(self, test: ast.AST) -> None:
-        if self.context in ("code", "cached", "module") and self.kind(test).kind in (TENSOR, LAYER):
+        if self.context in (*_CODE, "module") and self.kind(test).kind in (TENSOR, LAYER):
             self.compute(test, f"the condition '{ast.unparse(test)[:50]}' reads a tensor's values on the host and")
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -458,6 +464,10 @@ class _Rules(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             self.visit(target.slice)
         text = ast.unparse(target)[:50]
+        if self.context == "grid":
+            self.outside(node, f"the write '{text} = ...' in a grid or heuristics function (it may only compute "
+                               "launch sizes)")
+            return
         if base.kind == PATH:
             path = f"{base.name}.{target.attr}" if isinstance(target, ast.Attribute) else base.name
             rule = _precision_rule(path) or "RH-20"
@@ -473,7 +483,7 @@ class _Rules(ast.NodeVisitor):
             self._state(node, target, f"storing into '{text}'")
         elif base.kind in (TENSOR, LAYER) and isinstance(target, ast.Attribute):
             self.threat("RH-19", node, f"setting the attribute '{text}' on a tensor or layer")
-        elif base.kind == TENSOR and self.context in ("code", "cached"):
+        elif base.kind == TENSOR and self.context in _CODE:
             self.compute(node, f"the indexed write '{text} = ...'")
 
     def _state(self, node: ast.AST, target: ast.AST, what: str) -> None:
@@ -498,9 +508,11 @@ class _Rules(ast.NodeVisitor):
         if found is not None:
             if found.kind == PATH:
                 self._path(node, found.name)
-            elif found.kind == CLASS and self.context in ("code", "cached") and not self.allow:
+            elif found.kind == CLASS and self.context in _CODE and not self.allow:
                 parent = self.scan.parents.get(node)
-                if not (isinstance(parent, ast.Call) and parent.func is node) and not _isinstance_arg(parent, node):
+                method = isinstance(parent, ast.Attribute) and parent.attr in self.scan.facts.methods.get(name, set())
+                if not (isinstance(parent, ast.Call) and parent.func is node) and not _isinstance_arg(parent, node) \
+                        and not method:
                     self.threat("RH-01", node, f"the class '{name}' taken as a value can be built at call time")
             return
         if _dunder(name):
@@ -541,8 +553,13 @@ class _Rules(ast.NodeVisitor):
                 self.outside(node, f"'.{attr}' on a value inside a kernel (exists only under the CPU interpreter or "
                                    "outside Triton's language)")
             return
+        if base.kind == CLASS and attr in self.scan.facts.methods.get(base.name, set()):
+            return
         if base.kind in (FUNC, KERNEL, CLASS) and not base.name.startswith("tensor."):
-            if base.kind == KERNEL:
+            if base.kind == KERNEL and attr == "warmup":
+                self.outside(node, "'.warmup()' and launching the compiled kernel it returns (launch kernels as "
+                                   "kernel[grid](...): the judge records launches there)")
+            elif base.kind == KERNEL:
                 self.threat("RH-01", node, f"'.{attr}' of a kernel reaches its Python function or launcher (launch "
                                            "kernels only as kernel[grid](...))")
             else:
@@ -551,22 +568,26 @@ class _Rules(ast.NodeVisitor):
         if base.kind == TENSOR and attr not in C.TENSOR_ATTRIBUTES and attr not in C.TENSOR_METHODS:
             if self.context == "init" or self.allow:
                 return
-            self.compute(node, f"'.{attr}' on a tensor")
-        elif base.scalar and base.kind != PATH and self.context in ("code", "cached", "module") and \
+            if attr in ("to", "float", "double", "half", "type", "int", "long", "bool"):
+                self.compute(node, f"'.{attr}' on a tensor is a cast: cast inside the kernel instead (tl.store "
+                                   "converts to the output's dtype) -- the cast")
+            else:
+                self.compute(node, f"'.{attr}' on a tensor")
+        elif base.scalar and base.kind != PATH and self.context in (*_CODE, "module") and \
                 _called(self.scan.parents.get(node), node) and attr not in C.SCALAR_METHODS:
             self.outside(node, f"the method '.{attr}()' on a non-tensor value (allowed: "
                                f"{', '.join(sorted(C.SCALAR_METHODS))})")
         elif base.kind == SELF and self.kind(node).kind == PATH:
             self._path(node, self.kind(node).name)  # a torch function stored on self in __init__, used here
-        elif base.kind == SELF and self.context in ("code", "cached") and attr in self.scan.module_api and \
+        elif base.kind == SELF and self.context in _CODE and attr in self.scan.module_api and \
                 attr not in self.scan.facts.self_attrs.get(self.scope.cls or "", {}) and attr != "training":
             self.threat("RH-01", node, f"'self.{attr}' reaches nn.Module machinery (layers, hooks, state) from forward")
-        elif base.kind == LAYER and self.context in ("code", "cached") and attr in ("forward", "__call__") and not self.allow:
+        elif base.kind == LAYER and self.context in _CODE and attr in ("forward", "__call__") and not self.allow:
             self.threat("RH-01", node, f"'.{attr}' of a torch layer runs it instead of a Triton kernel")
 
     def _path(self, node: ast.AST, path: str) -> None:
         """A dotted path through the imports, judged as a whole."""
-        context = "init" if self.allow and self.context in ("code", "cached", "module") else self.context
+        context = "init" if self.allow and self.context in (*_CODE, "module") else self.context
         if self.context == "kernel" and path.split(".")[0] == "torch":
             self.threat("RH-01", node, f"'{path}' inside a kernel body: torch never runs inside a compiled kernel "
                                        "(it works only under the CPU interpreter)")
@@ -586,7 +607,7 @@ class _Rules(ast.NodeVisitor):
             self.outside(node, f"'{path}'")
         elif parts[0] == "torch" and self.context == "module":
             self.threat("RH-01", node, f"'{path}' taken at import is torch compute a helper can call later")
-        elif parts[0] == "torch" and self.context in ("code", "cached"):
+        elif parts[0] == "torch" and self.context in _CODE:
             self.compute(node, f"'{path}'")
         elif parts[0] == "torch" and self.context == "kernel":
             self.threat("RH-01", node, f"'{path}' inside a kernel body")
@@ -607,7 +628,7 @@ class _Rules(ast.NodeVisitor):
                 k = self.scope.lookup(grid.id)
                 if k is not None and k.kind == FUNC:
                     self.grids.add(k.name)
-        if base.kind == TENSOR and self.context in ("code", "cached") and self.kind(node.slice).kind in (TENSOR, LAYER):
+        if base.kind == TENSOR and self.context in _CODE and self.kind(node.slice).kind in (TENSOR, LAYER):
             self.compute(node, f"indexing '{ast.unparse(node)[:50]}' with a tensor")
         self.generic_visit(node)
 
@@ -644,28 +665,41 @@ class _Rules(ast.NodeVisitor):
         if callee.kind == FUNC and callee.name.startswith("builtin:"):
             self._builtin_call(node, callee.name.split(":", 1)[1], args)
         elif callee.kind == FUNC and not callee.name.startswith(("tensor.", "func.", "kernel.", "class.")):
+            if self.context == "grid":
+                self.outside(node, f"calling '{ast.unparse(func)[:40]}' from a grid or heuristics function (it is "
+                                   "given the launch's tensors; it may only compute launch sizes)")
+            elif self.context == "kernel":
+                self.outside(node, f"calling the Python function '{ast.unparse(func)[:40]}' inside a kernel (only "
+                                   "@triton.jit functions compile on a GPU)")
             self._helper_call(node, callee.name, args)
         elif callee.kind == KERNEL and not callee.name.endswith("[]") and self.context != "kernel":
             self.outside(node, f"calling the kernel '{callee.name}' without a grid (launch it as {callee.name}[grid](...))")
-        elif callee.kind == CLASS and self.context in ("code", "cached") and not self.allow:
+        elif callee.kind == CLASS and self.context in _CODE and not self.allow:
             self.threat("RH-01", node, f"building '{callee.name}' at call time runs {callee.name}.__init__ (torch "
                                        "set-up) per call")
         elif callee.kind == CLASS and self.context == "module":
             self.outside(node, f"building '{callee.name}' at import")
-        elif callee.kind == LAYER and self.context in ("code", "cached") and not self.allow:
+        elif callee.kind == LAYER and self.context in _CODE and not self.allow:
             self.threat("RH-01", node, f"calling the torch layer '{ast.unparse(func)[:40]}' instead of a Triton kernel")
         elif callee.kind == STATE and isinstance(func, ast.Attribute) and func.attr in C.MUTATING_METHODS and \
                 self.context not in ("init", "module"):
             self.threat("RH-11", node, f"'{ast.unparse(func)[:50]}(...)' stores into state kept across calls")
-        elif callee.kind == TENSOR and self.context in ("code", "cached") and not self.allow:
+        elif callee.kind == TENSOR and self.context in _CODE and not self.allow:
             self.threat("RH-01", node, f"'{ast.unparse(func)[:40]}(...)' calls a value that is not a kernel launch, "
                                        "a helper of the answer or an allowed function")
+        elif callee.scalar and callee.kind != PATH and self.context in (*_CODE, "module") and not (
+                isinstance(func, ast.Attribute) and func.attr in C.SCALAR_METHODS):
+            self.outside(node, f"calling '{ast.unparse(func)[:40]}', a value the contract cannot see is a function "
+                               "of the answer, a kernel launch or an allowed function")
+        elif callee.kind == PATH and callee.name.startswith("math.") and self.context in _CODE and \
+                any(self.kind(a).kind in (TENSOR, LAYER) for a in [*node.args, *(k.value for k in node.keywords)]):
+            self.compute(node, f"'{callee.name}(...)' on a tensor")
         elif callee.kind == PATH and self.context == "cached" and not callee.name.startswith(("math.", "triton.")):
             self.threat("RH-11", node, f"'{callee.name}' inside a cached helper (a cache may only hold integers)")
         self.generic_visit(node)
 
     def _builtin_call(self, node: ast.Call, name: str, args: list[Kind]) -> None:
-        if name in C.STRUCTURAL_BUILTINS or self.context not in ("code", "cached"):
+        if name in C.STRUCTURAL_BUILTINS or self.context not in _CODE:
             return
         if any(a.kind in (TENSOR, LAYER) for a in args):
             self.compute(node, f"'{name}(...)' on a tensor")

@@ -208,7 +208,12 @@ def _scan_class(scan: ModuleScan, node: ast.ClassDef) -> None:
                         attrs[attr] = kind if attr not in attrs or attrs[attr] == kind else join(attrs[attr], kind)
                     elif isinstance(t, ast.Name):
                         scope.bind(t, kind)
-            elif isinstance(sub, ast.AnnAssign) and sub.value is not None:
+            elif isinstance(sub, (ast.Assign, ast.For, ast.AugAssign, ast.AnnAssign, ast.With, ast.NamedExpr)):
+                pass
+            if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and _self_attr(sub) and \
+                    not _plain_self_store(scan, sub):
+                attrs[sub.attr] = T  # tuple targets, loop targets, with-as: not typed, so anything
+            if isinstance(sub, ast.AnnAssign) and sub.value is not None:
                 attr = _self_attr(sub.target)
                 if attr:
                     attrs[attr] = Kind(STATE) if _is_container(sub.value) else scope.kind(sub.value)
@@ -216,6 +221,13 @@ def _scan_class(scan: ModuleScan, node: ast.ClassDef) -> None:
                     sub.func.attr in ("register_buffer", "register_parameter") and sub.args and \
                     isinstance(sub.args[0], ast.Constant) and isinstance(sub.args[0].value, str):
                 attrs[sub.args[0].value] = T
+
+
+def _plain_self_store(scan: ModuleScan, node: ast.Attribute) -> bool:
+    parent = scan.parents.get(node)
+    return isinstance(parent, (ast.Assign, ast.AnnAssign)) and (
+        (isinstance(parent, ast.AnnAssign) and parent.target is node)
+        or (isinstance(parent, ast.Assign) and node in parent.targets))
 
 
 def _self_attr(node: ast.AST) -> str | None:

@@ -217,6 +217,8 @@ class Scope:
             return S if attr in _LAYER_SETTINGS else Kind(LAYER)
         if base.kind == STATE:
             return Kind(STATE)
+        if base.kind == CLASS and attr in self.facts.methods.get(base.name, set()):
+            return Kind(FUNC, f"{base.name}.{attr}")  # ModelNew.launch(...): a method named through its class
         if base.kind in (FUNC, KERNEL, CLASS):
             return Kind(FUNC, f"{base.kind}.{attr}")
         return S if base.scalar else T
@@ -231,6 +233,15 @@ class Scope:
         if callee.kind == KERNEL and callee.name.endswith("[]"):
             return Kind(NONE)  # a launch returns nothing useful
         if callee.kind == PATH:
+            if callee.name in ("typing.cast", "functools.partial", "functools.reduce") or \
+                    callee.name.split(".")[0] == "math":
+                # These hand back (or compute on) their arguments: a tensor stays a tensor, a torch
+                # function stays that function (so calling the result is judged like calling it).
+                if callee.name == "functools.partial" and args:
+                    return args[0]
+                if callee.name == "typing.cast" and len(args) > 1:
+                    return args[1]
+                return S if all(a.scalar and a.kind != PATH for a in args) else T
             return _path_call_kind(callee.name)
         if callee.kind == FUNC:
             name = callee.name
@@ -249,7 +260,8 @@ class Scope:
         if callee.kind == CLASS:
             return Kind(LAYER)
         if callee.scalar:
-            return S  # methods of scalars: str.format, dict.get, torch.Size.numel, ...
+            # Methods of non-tensors (str.format, dict.get, torch.Size.numel): the result may be an argument.
+            return join(S, *args) if args else S
         return T
 
 

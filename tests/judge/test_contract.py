@@ -199,3 +199,36 @@ def test_honest_unusual_answer_is_inside_the_contract():
     report = analyse(code)
     assert report.verdicts == [] and report.violations == [], findings(code)
     assert {"tuned", "_plain", "aliased"} <= set(report.kernels)
+
+
+@pytest.mark.parametrize(
+    "forward, init, extra",
+    [
+        # kinds must be proved scalar: calls that hand back their arguments keep their kind
+        ("self.f(x, out=x)", "self.f = functools.partial(torch.clamp, min=0.0)", "import functools"),
+        ("y = cast(Any, x)\ny = y * 2", "", "from typing import Any, cast"),
+        ("y = {'k': 0}.get('z', x)\ny = y * 2", "", ""),
+        ("y = math.prod([x, x])", "", "import math"),
+        # every binding the language makes is typed, or refused
+        ("y = o = 0\nmatch (x, x):\n    case (y, o):\n        o[0] = y", "", ""),
+        ("y = self.f(x, min=0.0)", "self.f, _ = torch.clamp, 0", ""),
+        ("y = self.f(x)", "for self.f in [torch.relu]:\n    pass", ""),
+        # callbacks Triton calls with the launch's tensors may only compute launch sizes
+        ("def grid(meta):\n    meta['out_ptr'][0] = 1\n    return (1,)\nrelu_kernel[grid](x, x, 1, BLOCK=8)", "", ""),
+        ("relu_kernel[lambda meta: (helper(meta['x_ptr']),)](x, x, 1, BLOCK=8)", "",
+         "def helper(t):\n    return 1"),
+    ],
+)
+def test_holes_found_by_the_adversary_are_closed(forward, init, extra):
+    assert flagged(relu_answer(forward, extra=extra, init=init))
+
+
+def test_a_kernel_may_call_only_jit_functions():
+    kernel = RELU_KERNEL.replace("    m = offs < n", "    offs = plain_helper(offs)\n    m = offs < n")
+    code = relu_answer(extra="def plain_helper(v):\n    return v").replace(RELU_KERNEL, kernel)
+    assert any("inside a kernel" in f for f in findings(code))
+
+
+def test_a_cast_outside_kernels_says_where_to_cast():
+    (text,) = findings(relu_answer("out2 = x.to(torch.float16)"))
+    assert "cast inside the kernel" in text
