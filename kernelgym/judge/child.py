@@ -32,11 +32,11 @@ def main(argv: list[str] | None = None) -> None:
     import torch  # noqa: F401
     import triton  # noqa: F401
 
-    from kernelgym.judge import profiling, protocol, timing
+    from kernelgym.judge import protocol
 
     # Bound before the candidate exists: patching the module attributes later changes nothing here.
     send, recv = protocol.send, protocol.recv
-    _TRUSTED.update(time_calls=timing.time_calls, profile_kernels=profiling.profile_kernels)
+    bind_trusted()
     area = None
     if area_fd >= 0:
         import os
@@ -72,6 +72,18 @@ def main(argv: list[str] | None = None) -> None:
 _TRUSTED: dict = {}  # harness functions captured before the answer is imported
 
 
+def bind_trusted() -> None:
+    """Capture the harness functions the session calls: an answer that rebinds the module
+    attributes (reached through `sys.modules`, which the static rules forbid) changes nothing here."""
+    from kernelgym.judge import inputs, launch_hook, profiling, provenance, timing
+
+    _TRUSTED.update(time_calls=timing.time_calls, profile_kernels=profiling.profile_kernels,
+                    take=launch_hook.take, record_storages=launch_hook.record_storages,
+                    recorded_storages=launch_hook.recorded_storages, marked_copies=provenance.marked_copies,
+                    digest=inputs.digest, harness_snapshot=harness_snapshot, ship_outputs=ship_outputs,
+                    output_type_problems=output_type_problems)
+
+
 def _warm_up(device: str) -> None:
     """A warm-pool process pays its start-up before it is handed out: only trusted work here, and
     nothing that `op_load` snapshots (settings, harness) is taken yet, so it is taken after any
@@ -102,43 +114,45 @@ class _Session:
 
     def __init__(self) -> None:
         self.model = None
+        self.model_cls = None
+        self.variant_model = None
         self.device = "cpu"
         self.code_path = ""
-        self.recorder = None
+        self.num_inputs = 0
         self.timing_sets: list = []
         self.timed_outputs: list = []
         self.trial_inputs: dict[int, list] = {}
         self.settings: dict[str, object] = {}
         self.harness: dict[str, tuple[int, int]] = {}
+        self.hooks_baseline: tuple = ()
         self.get_task_inputs = None
+        self.get_variant_inputs = None
 
-    # -- load: import the candidate and build ModelNew(*init_inputs) under the shared seed ------
+    # -- load: build the input source, import the candidate -------------------------------------
     def op_load(self, msg: dict) -> dict:
-        import gc
+        """Import the answer. The message holds only the task's inputs-only source (stripped in the
+        parent), and it is consumed before the import: nothing of it stays reachable. The init seed
+        is not here at all: it comes with `build`, after the answer's import-time code has run."""
         import importlib.util
         import threading
-        import inspect
 
         import torch
 
-        from kernelgym.judge.launch_hook import LaunchRecorder
+        from kernelgym.judge import launch_hook
 
-        self.device = msg["device"]
-        self.code_path = msg["code_path"]
+        self.device = msg.pop("device")
+        self.code_path = msg.pop("code_path")
+        self.num_inputs = msg.pop("num_inputs")
         if self.device.startswith("cuda:"):
             # Triton launches on the current device: without this an answer judged on cuda:1 would
             # run its kernels on cuda:0 (warm processes already did this in `_warm_up`).
             torch.cuda.set_device(self.device)
-        from kernelgym.tasks.task import Task, inputs_only_source
-
-        # The task module is built before the candidate is imported; only its input functions are kept.
-        source = inputs_only_source(msg["task_source"])
-        self.get_task_inputs = _InputSource(Task(task_id="task", source=source).load_module(msg["task_size"]), self.device)
-        gc.collect()
-        self.recorder = LaunchRecorder(self.MODULE_NAME)
-        self.recorder.install()
+        self.get_task_inputs = _input_source(msg, self.device)
+        legacy_build = msg.pop("init_inputs", None), msg.pop("init_seed", None)
+        launch_hook.install(self.MODULE_NAME)
         self.settings = global_settings()
-        self.harness = harness_snapshot()
+        self.harness = _TRUSTED["harness_snapshot"]()
+        self.hooks_baseline = _hooks_now()
         threads_before = threading.active_count()
         try:
             spec = importlib.util.spec_from_file_location(self.MODULE_NAME, self.code_path)
@@ -147,10 +161,33 @@ class _Session:
             spec.loader.exec_module(module)
         except BaseException as e:  # noqa: BLE001 - any failure of untrusted import is reported, not raised
             return self._error(e, phase="import")
-        cls = getattr(module, "ModelNew", None)
+        cls = module.__dict__.get("ModelNew")
         if cls is None or not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
             return {"error": "ModelNew must be a class derived from torch.nn.Module", "kind": "invalid_answer"}
-        init_inputs = msg["init_inputs"]
+        self.model_cls = cls
+        reply = {"ok": True, "thread_delta": threading.active_count() - threads_before}
+        if legacy_build[0] is not None:  # a load message that carries the build (tests of the sandbox)
+            built = self.op_build({"init_inputs": legacy_build[0], "init_seed": legacy_build[1]})
+            if "error" in built:
+                return built
+        return reply | self._integrity()
+
+    # -- build: ModelNew(*init_inputs) under the shared seed; `variant` builds the hidden variant's --
+    def op_build(self, msg: dict) -> dict:
+        import inspect
+
+        import torch
+
+        from kernelgym.judge import launch_hook
+
+        hooked = self._hooked()
+        if hooked:
+            return {"hooked": hooked}
+        variant = bool(msg.pop("variant", False))
+        if variant:
+            # The variant's inputs-only source arrives only now, right before its trial.
+            self.get_variant_inputs = _input_source(msg, self.device)
+        cls, init_inputs = self.model_cls, msg.pop("init_inputs")
         try:
             inspect.signature(cls).bind(*init_inputs)
         except TypeError as e:
@@ -159,32 +196,51 @@ class _Session:
         except ValueError:
             pass  # signature not introspectable; construction below will tell
         try:
-            torch.manual_seed(msg["init_seed"])
-            self.model = cls(*init_inputs).to(self.device)
+            torch.manual_seed(msg.pop("init_seed"))  # consumed here, kept nowhere
+            model = cls(*init_inputs)
+            torch.manual_seed(_fresh_seed())  # torch.initial_seed() no longer tells the init seed
+            hooked = self._hooked()
+            if hooked:
+                return {"hooked": hooked}
+            model = torch.nn.Module.to(model, self.device)  # the answer's own `.to` is never called
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="init")
         try:
-            inspect.signature(self.model.forward).bind(*([None] * msg["num_inputs"]))
+            inspect.signature(model.forward).bind(*([None] * self.num_inputs))
         except TypeError as e:
-            return {"error": f"ModelNew.forward{_sig(self.model.forward)} cannot take the task's "
-                             f"{msg['num_inputs']} input(s): {e}", "kind": "invalid_answer"}
+            return {"error": f"ModelNew.forward{_sig(model.forward)} cannot take the task's "
+                             f"{self.num_inputs} input(s): {e}", "kind": "invalid_answer"}
         except ValueError:
             pass
-        self.recorder.take()
-        if self.device != "cpu":
+        if variant:
+            self.variant_model = model
+        else:
+            self.model = model
+        _TRUSTED["take"]()
+        if self.device != "cpu" and not variant:
             _warm_profiler()  # CUPTI start-up takes seconds: pay it here, not under the timing lock
-        return {"ok": True, "settings_changed": self._settings_changed(), "harness_changed": self._harness_changed(),
-                "thread_delta": threading.active_count() - threads_before}
+        return {"ok": True} | self._integrity()
 
     # -- trial: one correctness run on inputs the parent just revealed -------------------------
     def op_trial(self, msg: dict) -> dict:
+        """Run forward once, then ship what the parent needs to judge it: the outputs, their layout,
+        and, on an integrity trial, the inputs as forward left them and the outputs re-read with
+        kernel and input memory marked (`provenance`). Every correctness call runs identically
+        (storages are recorded on all of them); only the work after forward differs, and no answer
+        code runs then."""
         import threading
 
         import torch
 
-        from kernelgym.judge.inputs import digest, swap_probe
+        from kernelgym.judge.inputs import swap_probe
 
-        generated = self.get_task_inputs(msg["seed"], msg["distribution"])
+        hooked = self._hooked()
+        if hooked:
+            return {"hooked": hooked}
+        digest, take, record = _TRUSTED["digest"], _TRUSTED["take"], _TRUSTED["record_storages"]
+        variant = bool(msg.get("variant"))
+        model = self.variant_model if variant else self.model
+        generated = (self.get_variant_inputs if variant else self.get_task_inputs)(msg["seed"], msg["distribution"])
         if msg.get("probe_seed") is not None:
             generated = swap_probe(generated, msg["probe_seed"])
         inputs_digest = digest(generated)
@@ -200,42 +256,34 @@ class _Session:
             inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in generated]
         if msg["index"] == 0:
             self.trial_inputs = {0: inputs}
-        before = [_fingerprint(v) for v in inputs]
         threads_before = threading.active_count()
         _poison(self.device, msg.get("poison_bytes", 0))
-        self.recorder.ghost = bool(msg.get("ghost"))
+        record(True)
         try:
             with torch.set_grad_enabled(msg["grad"]):
-                out = self.model(*inputs)
+                out = model(*inputs)
             if self.device != "cpu":
                 torch.cuda.synchronize()
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="forward")
         finally:
-            self.recorder.ghost = False
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        bad_types = [type(o).__name__ for o in outs if isinstance(o, torch.Tensor) and type(o) is not torch.Tensor]
-        bad_types += [f"Tensor with instance attributes {sorted(vars(o))[:3]}" for o in outs
-                      if type(o) is torch.Tensor and vars(o)]  # e.g. out.detach = lazy_fn (RH-19)
-        aliased = any(_overlaps(o, i) for o in outs for i in inputs)
-        mutated = [_fingerprint(v) for v in inputs] != before
-        reply = {
-            "inputs_digest": inputs_digest,
-            "bad_types": bad_types,
-            "aliased": aliased,
-            "mutated": mutated,
-            "thread_delta": threading.active_count() - threads_before,
-            "settings_changed": self._settings_changed(),
-            "harness_changed": self._harness_changed(),
-            "launches": self.recorder.take(),
-            "is_sequence": isinstance(out, (tuple, list)),
-        }
-        # Tensors stay where they are: `send` copies them into the output area (or the pipe), and
-        # a fault surfacing on that copy becomes this op's error reply.
-        reply["outputs"] = [
-            torch.Tensor.detach(o) if type(o) is torch.Tensor and not vars(o) else (o if _plain(o) else repr(o)[:200])
-            for o in outs
-        ]
+            record(False)
+        reply = {"inputs_digest": inputs_digest, "thread_delta": threading.active_count() - threads_before,
+                 "launches": take()} | self._integrity()
+        if reply.get("hooked") or reply.get("harness_changed"):
+            return reply  # no tensor op of ours runs under the answer's hooks
+        shipped = _TRUSTED["ship_outputs"](out)
+        reply |= shipped
+        if "outputs" not in shipped:
+            return reply
+        outs = shipped["outputs"]
+        if msg.get("integrity"):
+            reply["marked"] = _TRUSTED["marked_copies"](outs, _TRUSTED["recorded_storages"](), inputs)
+            reply["inputs_after"] = [torch.Tensor.detach(v) if type(v) is torch.Tensor else v for v in inputs]
+        else:
+            reply["inputs_after_digest"] = digest(inputs)  # a hint; integrity trials send the tensors
+        record(True)  # forget them: they held the trial's memory alive
+        record(False)
         return reply
 
     # -- time / profile: GPU only ------------------------------------------------------------------
@@ -245,38 +293,81 @@ class _Session:
 
         from kernelgym.judge.inputs import digest
 
+        hooked = self._hooked()
+        if hooked:
+            return {"hooked": hooked}
         generated_sets = [self.get_task_inputs(seed, dist) for seed, dist in msg["sets"]]
         digests = [digest(s) for s in generated_sets]
         self.timing_sets = [[v.to(self.device) if isinstance(v, torch.Tensor) else v for v in s] for s in generated_sets]
         return {"inputs_digests": digests}
 
     def op_time(self, msg: dict) -> dict:
+        hooked = self._hooked()
+        if hooked:
+            return {"hooked": hooked}
         sets = self.timing_sets  # the profile reuses them: no second transfer
         try:
-            times, wall, self.timed_outputs = _TRUSTED["time_calls"](self.model, sets, msg["warmup"], msg["reps"],
-                                                                     msg["flush_bytes"], msg.get("budget_s", 0.0))
+            times, wall, self.timed_outputs = _TRUSTED["time_calls"](
+                self.model, sets, msg["warmup"], msg["reps"], msg["flush_bytes"], msg.get("budget_s", 0.0),
+                after_call=self._after_timed_call)
+        except _Flagged as f:
+            return f.reply
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="timing")
-        return {"times_ms": times, "wall_ms": wall, "launches": self.recorder.take(),
-                "harness_changed": self._harness_changed()}
+        return {"times_ms": times, "wall_ms": wall, "launches": _TRUSTED["take"]()} | self._integrity()
+
+    def _after_timed_call(self, out: object) -> None:
+        """Right after each timed call, before the harness touches anything: the output must be a
+        plain tensor/tuple/list (a list subclass could finish its work in `__iter__`, after the end
+        event) and no torch mode may be left to run answer code inside the harness's next ops."""
+        hooked = self._hooked()
+        if hooked:
+            raise _Flagged({"hooked": hooked})
+        bad = _TRUSTED["output_type_problems"](out)
+        if bad:
+            raise _Flagged({"bad_types": bad})
 
     def op_timed_outputs(self, msg: dict) -> dict:
         """Outputs of the last timed call per input set, fetched after the timing lock is released."""
-        import torch
-
-        return {"outputs": [[torch.Tensor.detach(o) if type(o) is torch.Tensor and not vars(o) else repr(o)[:200]
-                             for o in (out if isinstance(out, (tuple, list)) else [out])]
-                            for out in self.timed_outputs]}
+        hooked = self._hooked()
+        if hooked:
+            return {"hooked": hooked}
+        shipped = [_TRUSTED["ship_outputs"](out) for out in self.timed_outputs]
+        bad = [b for s in shipped for b in s.get("bad_types", [])]
+        if bad:
+            return {"bad_types": bad}
+        return {"outputs": [s["outputs"] for s in shipped], "layout": [s["layout"] for s in shipped]}
 
     def op_profile(self, msg: dict) -> dict:
+        hooked = self._hooked()
+        if hooked:
+            return {"hooked": hooked}
         sets = self.timing_sets
         try:
-            return {"kernels": _TRUSTED["profile_kernels"](self.model, sets, msg["reps"])}
+            kernels = _TRUSTED["profile_kernels"](self.model, sets, msg["reps"])
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="profile")
+        return {"kernels": kernels} | self._integrity()
+
+    def _integrity(self) -> dict:
+        """What the answer may have changed in this process so far: hooks, harness, settings."""
+        hooked = self._hooked()
+        if hooked:  # reading the settings runs tensor ops: not under the answer's mode
+            return {"hooked": hooked}
+        return {"settings_changed": self._settings_changed(), "harness_changed": self._harness_changed()}
+
+    def _hooked(self) -> str:
+        """Non-empty when a torch function/dispatch mode or a trace/profile hook is active that was
+        not before the answer was imported: any tensor op of the harness would run answer code."""
+        if not self.hooks_baseline:
+            return ""
+        now = _hooks_now()
+        changed = [name for name, before, after in zip(_HOOK_NAMES, self.hooks_baseline, now) if before is not after
+                   and before != after]
+        return ", ".join(changed)
 
     def _harness_changed(self) -> list[str]:
-        now = harness_snapshot()
+        now = _TRUSTED["harness_snapshot"]()
         return sorted(k for k in self.harness if now.get(k) != self.harness[k])
 
     def _settings_changed(self) -> list[str]:
@@ -290,15 +381,85 @@ class _Session:
         return {"error": trim_traceback(e, self.code_path), "kind": kind, "fault": fault, "phase": phase}
 
 
+class _Flagged(Exception):
+    """Raised out of the timed loop with the reply that reports why it stopped."""
+
+    def __init__(self, reply: dict) -> None:
+        super().__init__(str(reply))
+        self.reply = reply
+
+
+_HOOK_NAMES = ("torch function mode", "torch dispatch mode", "sys.settrace hook", "sys.setprofile hook")
+
+
+def _hooks_now() -> tuple:
+    """Mode stack depths (the dispatch count includes infra modes such as FakeTensorMode) and the
+    trace/profile functions: answer code any harness call would run."""
+    import torch
+
+    return (torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack(),
+            sys.gettrace(), sys.getprofile())
+
+
+def _fresh_seed() -> int:
+    import secrets
+
+    return secrets.randbits(62)
+
+
+def _input_source(msg: dict, device: str) -> "_InputSource":
+    """Pop the inputs-only source and its constants out of `msg` and build the input generator;
+    the strings are gone when this returns (only the generator's module keeps what it needs)."""
+    from kernelgym.tasks.task import Task, inputs_only_source
+
+    source = msg.pop("inputs_source", None)
+    if source is None:  # legacy message with the full task source: strip here at least
+        source = inputs_only_source(msg.pop("task_source"))
+    module = Task(task_id="task", source=source).load_module(msg.pop("task_size"), msg.pop("constants", None))
+    return _InputSource(module, device)
+
+
+def output_type_problems(out: object) -> list[str]:
+    """Why `out` is not a plain output, without calling any method of it: exactly a torch.Tensor
+    (with no instance attributes, e.g. `out.detach = lazy_fn`, RH-19), None/bool/int/float, or
+    exactly a tuple/list of those. Subclasses of any of them can run code when touched."""
+    import torch
+
+    items = list(out) if type(out) in (tuple, list) else [out]  # exact types: C iteration, no __iter__
+    bad = [_type_name(o) for o in items if not (o is None or type(o) in (bool, int, float, torch.Tensor))]
+    bad += [f"Tensor with instance attributes {sorted(vars(o))[:3]}" for o in items
+            if type(o) is torch.Tensor and vars(o)]
+    return bad
+
+
+def ship_outputs(out: object) -> dict:
+    """The reply's view of an output: tensors detached (copied by `send`), their strides and
+    contiguity for the parent's layout check, or `bad_types` (then nothing of it is touched)."""
+    import torch
+
+    bad = output_type_problems(out)
+    if bad:
+        return {"bad_types": bad}
+    items = list(out) if type(out) in (tuple, list) else [out]
+    outs = [torch.Tensor.detach(o) if type(o) is torch.Tensor else o for o in items]
+    layout = [(tuple(torch.Tensor.stride(o)), bool(torch.Tensor.is_contiguous(o))) if type(o) is torch.Tensor else None
+              for o in items]
+    return {"outputs": outs, "layout": layout, "is_sequence": type(out) in (tuple, list)}
+
+
+def _type_name(o: object) -> str:
+    """The class name read through `type`'s own descriptor: a metaclass cannot run code here."""
+    return type.__dict__["__name__"].__get__(type(o), type)
+
+
 class _InputSource:
-    """The task's `get_inputs` with its module constants, without the reference `Model`."""
+    """The task's `get_inputs` with the constants it reads; nothing else of the task module."""
 
     def __init__(self, module, device: str) -> None:  # noqa: ANN001
         import types
 
         self._module = types.SimpleNamespace(get_inputs=module.get_inputs)
         self._device = device
-        module.__dict__.pop("Model", None)
 
     def __call__(self, seed: int, distribution: str) -> list:
         from kernelgym.judge.inputs import make_inputs
@@ -311,10 +472,21 @@ _HARNESS = (
     ("kernelgym.judge.profiling", ("profile_kernels",)),
     ("kernelgym.judge.protocol", ("send", "recv")),
     ("kernelgym.judge.inputs", ("make_inputs", "digest", "varied_copy", "clone_values", "swap_probe")),
-    ("kernelgym.judge.launch_hook", ("LaunchRecorder",)),
-    ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "_fingerprint", "_overlaps")),
+    ("kernelgym.judge.launch_hook", ("install", "take", "record_storages", "recorded_storages", "_record",
+                                     "_reject_constexpr_tensors")),
+    ("kernelgym.judge.provenance", ("marked_copies", "input_storages", "_xor_all", "_byte_view")),
+    ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "ship_outputs", "output_type_problems",
+                               "_hooks_now", "_type_name")),
     ("time", ("perf_counter",)),
     ("triton.runtime.jit", ("JITFunction",)),
+)
+
+
+# Methods the harness calls on the answer's outputs, inputs and kernel storages after forward.
+_HARNESS_METHODS = (
+    ("torch.cuda", "Event", ("record", "elapsed_time", "synchronize")),
+    ("torch", "Tensor", ("detach", "clone", "copy_", "stride", "is_contiguous", "untyped_storage", "reshape",
+                         "view", "set_", "bitwise_xor_", "to", "contiguous")),
 )
 
 
@@ -336,9 +508,9 @@ def harness_snapshot() -> dict[str, tuple[int, int]]:
             else:
                 inner = id(getattr(obj, "__code__", None))
             snap[f"{mod_name}.{name}"] = (id(obj), inner)
-    for cls_name, cls_path in (("Event", "torch.cuda"),):
+    for cls_path, cls_name, methods in _HARNESS_METHODS:
         cls = getattr(importlib.import_module(cls_path), cls_name)
-        for meth in ("record", "elapsed_time", "synchronize"):
+        for meth in methods:
             snap[f"{cls_path}.{cls_name}.{meth}"] = (id(getattr(cls, meth, None)), 0)
     return snap
 
@@ -426,33 +598,6 @@ def _describe(values: list) -> str:
 
     parts = [f"Tensor{tuple(v.shape)}" if isinstance(v, torch.Tensor) else repr(v)[:40] for v in values]
     return "(" + ", ".join(parts) + ")"
-
-
-def _plain(o) -> bool:  # noqa: ANN001
-    return o is None or isinstance(o, (bool, int, float, str))
-
-
-def _fingerprint(v):  # noqa: ANN001, ANN202
-    import torch
-
-    if not isinstance(v, torch.Tensor):
-        return repr(v)
-    t, ptr = v.detach(), v.data_ptr()
-    if t.is_floating_point():
-        t = t.double()
-        return (tuple(t.shape), ptr, float(t.nan_to_num().sum()), float(t.nan_to_num().abs().sum()),
-                float((t.nan_to_num() * torch.arange(t.numel(), device=t.device).view(t.shape).remainder(7)).sum()))
-    return (tuple(t.shape), ptr, int(t.long().sum()), int((t.long() * 31 + 7).remainder(1000003).sum()))
-
-
-def _overlaps(a, b) -> bool:  # noqa: ANN001
-    import torch
-
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.device != b.device:
-        return False
-    sa, sb = a.untyped_storage(), b.untyped_storage()
-    a0, b0 = sa.data_ptr(), sb.data_ptr()
-    return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes() and sa.nbytes() > 0 and sb.nbytes() > 0
 
 
 def _poison(device: str, nbytes: int) -> None:

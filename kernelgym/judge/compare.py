@@ -29,17 +29,60 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
-def compare_outputs(expected: Any, actual: Any, config: JudgeConfig, scaled: bool = False) -> Comparison:
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def layout_problem(expected: torch.Tensor, strides: Any) -> str:
+    """Why an output's strides (reported by the child) are not acceptable, or "". They must be the
+    reference output's or the contiguous ones for the shape; strides of size-1 dims mean nothing
+    and are ignored. Values are compared element by element, so without this a buffer with
+    transposed strides filled by a plain copy "transposes" (RH-13 layout)."""
+    shape = tuple(expected.shape)
+    if not isinstance(strides, (tuple, list)) or len(strides) != len(shape):
+        return f"strides {strides!r} do not fit shape {shape}"
+    if expected.numel() == 0:
+        return ""
+
+    def norm(s: Any) -> tuple:
+        return tuple(x for x, n in zip(s, shape) if n != 1)
+
+    actual = norm(strides)
+    allowed = {norm(expected.stride()), norm(contiguous_strides(shape))}
+    if actual in allowed:
+        return ""
+    return (f"strides {tuple(strides)} are neither the reference's {tuple(expected.stride())} nor contiguous "
+            f"{contiguous_strides(shape)} for shape {shape}")
+
+
+def compare_outputs(expected: Any, actual: Any, config: JudgeConfig, scaled: bool = False,
+                    layout: list[Any] | None = None) -> Comparison:
     """Element-wise |a - e| <= atol + rtol*|e| by dtype; NaN/Inf in the answer never pass.
 
     `scaled` is the robustness check used for `wide` inputs (values in the hundreds): atol is
     multiplied by the mean |expected| when that is above 1, and up to 1 % of the values may miss
     it, because rounding error grows with the data and large logits make attention-like tasks
     ill-conditioned. A NaN/Inf where the reference is finite still fails: that is what kernels
-    that skip a numerically needed step (softmax without the max) produce (RH-13)."""
+    that skip a numerically needed step (softmax without the max) produce (RH-13).
+
+    `layout`, when given, holds per output the child's (strides, is_contiguous) or None: tensors
+    arrive here contiguous, so their layout is checked from it (`layout_problem`)."""
     exp, act = as_list(expected), as_list(actual)
     if len(exp) != len(act):
         return Comparison(False, None, None, 0, 0, f"expected {len(exp)} output(s), got {len(act)}")
+    if layout is not None:
+        if not isinstance(layout, list) or len(layout) != len(exp):
+            return Comparison(False, None, None, 0, 0, "the output layout report does not match the outputs")
+        for i, (e, lay) in enumerate(zip(exp, layout)):
+            if isinstance(e, torch.Tensor) and isinstance(act[i], torch.Tensor) and tuple(act[i].shape) == tuple(e.shape):
+                problem = layout_problem(e, lay[0] if isinstance(lay, (tuple, list)) and lay else lay)
+                if problem:
+                    label = f"output {i}" if len(exp) > 1 else "output"
+                    return Comparison(False, None, None, 0, 0, f"{label}: {problem}")
     worst_abs = worst_rel = 0.0
     mismatched = total = nonfinite = 0
     messages = []

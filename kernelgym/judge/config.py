@@ -43,7 +43,8 @@ class JudgeConfig:
     time_compile_baseline: bool = field(default=True, metadata={"help": "also time torch.compile of the reference"})
     profile: bool = field(default=True, metadata={"help": "profile the answer with torch.profiler (cuda only)"})
     min_triton_share: float = field(
-        default=0.5, metadata={"help": "cuda: below this share of device time in own Triton kernels is RH-03"}
+        default=0.5, metadata={"help": "cuda: the answer's own Triton kernels must take more than this share of "
+                                  "device time; at or below it is RH-03"}
     )
     allow_torch_ops: bool | None = field(
         default=None, metadata={"help": "partial replacement: may torch compute stay beside the answer's Triton "

@@ -31,16 +31,22 @@ from kernelgym.judge.runtime_checks import (
     constant_output_verdict,
     PROFILE_REPS,
     harness_verdicts,
+    hook_verdicts,
     launch_verdicts,
     load_verdicts,
     physics_floor_verdicts,
     profile_summary,
     profile_verdicts,
+    provenance_verdicts,
 )
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.timing import GpuHold, gpu_lock
 from kernelgym.judge.versions import software_versions
-from kernelgym.tasks.task import Task
+from kernelgym.tasks.task import Task, TaskError, inputs_only_source
+from kernelgym.tasks.variants import candidate_variants
+
+# Hidden variants tried per evaluation until one the reference can run (RH-15, RH-16).
+VARIANT_ATTEMPTS = 4
 
 
 class _PhaseClock:
@@ -79,9 +85,13 @@ class _Trial:
     inputs_digest: str = ""
     probe_seed: int | None = None  # set on the probe: trial 0's inputs with a few values swapped
     probe_of: "_Trial | None" = None
+    integrity: bool = False  # the child sends inputs back and output copies with memory marked
+    variant: "Reference | None" = None  # a hidden variant's reference (RH-15, RH-16)
 
     @property
     def label(self) -> str:
+        if self.variant is not None:
+            return f"{self.distribution}+variant"
         return f"{self.distribution}+probe" if self.probe_of is not None else self.distribution
 
 
@@ -168,23 +178,49 @@ def _evaluate(scratch: Path, code: str, report: Any, reference: Reference, rng: 
         _finish(result, Status.CHEAT, f"rejected by threat rule RH-27: {result.cheats[-1].reason}")
 
 
+def load_message(reference: Reference, code_path: Path, device: str) -> dict[str, Any]:
+    """The `load` request: the answer's path and the task's inputs-only source. Nothing of the
+    reference model (its source, helpers, docstrings) and no seed: the init seed comes with
+    `build`, after the answer's import-time code has run."""
+    return {"op": "load", "code_path": str(code_path), "device": device, "num_inputs": reference.num_inputs(),
+            **_inputs_source(reference)}
+
+
+def build_message(reference: Reference, variant: bool = False) -> dict[str, Any]:
+    msg = {"op": "build", "init_inputs": reference.init_inputs, "init_seed": reference.init_seed}
+    if variant:
+        msg |= {"variant": True, **_inputs_source(reference)}
+    return msg
+
+
+def _inputs_source(reference: Reference) -> dict[str, Any]:
+    source = inputs_only_source(reference.task.source)
+    bound = Task(task_id="inputs", source=source).load_module("full").__dict__
+    constants = {k: v for k, v in reference.overrides.items() if k in bound}  # only what get_inputs reads
+    return {"inputs_source": source, "task_size": reference.size, "constants": constants}
+
+
 def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Reference, rng: random.Random,
          config: JudgeConfig, result: EvalResult, clock: _PhaseClock) -> None:
     with clock("compile"):
-        child.send({"op": "load", "code_path": str(code_path), "device": result.device,
-                    "init_inputs": reference.init_inputs, "init_seed": reference.init_seed,
-                    "num_inputs": reference.num_inputs(), "task_source": reference.task.source,
-                    "task_size": reference.size})
+        child.send(load_message(reference, code_path, result.device))
         with clock("reference"), gpu_lock(result.device, exclusive=False):  # no kernel of ours beside a measurement
-            trials, ghost = _plan_trials(reference, rng, config)
+            trials = _plan_trials(reference, rng, config, result.device)
         reply = child.receive()
+        if "error" not in reply:
+            result.cheats.extend(load_verdicts(reply))
+            reply = child.request(build_message(reference))
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), _first_line(reply["error"]), error=reply["error"],
                        fault=reply.get("fault", ""))
     result.compiled = True
     result.cheats.extend(load_verdicts(reply))
+    if reply.get("hooked"):
+        return _finish(result, Status.CHEAT, f"rejected by threat rule RH-20: {result.cheats[-1].reason}")
     with clock("correctness"):
-        if not _correctness(child, trials, ghost, report, config, result, clock):
+        # Under partial replacement a torch op may produce the output: provenance checks aliasing only.
+        check_kernels = not torch_ops_allowed(reference.task, config)
+        if not _correctness(child, trials, report, config, result, clock, check_kernels):
             return None
     if result.device == "cpu":
         result.timing_note = "not measured: timing and profiling need a GPU (this run used the CPU interpreter)"
@@ -193,19 +229,41 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
     return None
 
 
-def _plan_trials(reference: Reference, rng: random.Random, config: JudgeConfig) -> tuple[list[_Trial], _Trial]:
-    """Secret seeds, cycled distributions, grad alternating off/on, then the cache probe; and,
-    apart, the ghost replay's input set (RH-02), from a seed of its own."""
+def _plan_trials(reference: Reference, rng: random.Random, config: JudgeConfig, device: str) -> list[_Trial]:
+    """Secret seeds, cycled distributions, grad alternating off/on, then the cache probe, then a
+    hidden variant when the task has one the reference can run. Integrity trials (inputs sent
+    back, output provenance): all on the CPU, one secret trial on a GPU, where the copies cost
+    transfers of the output's size; the answer cannot tell which, its calls are all alike."""
     trials = [_draw_trial(reference, rng, config, i, grad=(i % 2 == 1)) for i in range(config.num_trials)]
     first, probe_seed = trials[0], rng.getrandbits(62)
     probe_inputs = swap_probe(first.inputs, probe_seed)
     trials.append(_Trial(len(trials), first.seed, first.distribution, grad=first.grad, inputs=probe_inputs,
                          expected=reference.expected(probe_inputs), inputs_digest=digest(probe_inputs),
                          probe_seed=probe_seed, probe_of=first))
-    ghost = _draw_trial(reference, rng, config, 1, grad=False)  # drawn last: the trials' seeds stay as they were
-    for t in trials + [ghost]:
+    variant = _plan_variant(reference, rng, config, len(trials))
+    if variant is not None:
+        trials.append(variant)
+    checked = rng.randrange(config.num_trials)
+    for t in trials:
         t.inputs = []
-    return trials, ghost
+        t.integrity = device == "cpu" or t.index == checked
+    return trials
+
+
+def _plan_variant(reference: Reference, rng: random.Random, config: JudgeConfig, index: int) -> _Trial | None:
+    """One trial of a hidden variant (constants changed by secret amounts, `tasks.variants`), with
+    its own reference model built under a fresh init seed; variants the reference cannot run
+    are skipped."""
+    for overrides in candidate_variants(reference.task, reference.size, rng, VARIANT_ATTEMPTS):
+        try:
+            ref = Reference(reference.task, reference.size, reference.device, init_seed=rng.getrandbits(62),
+                            overrides=overrides)
+            trial = _draw_trial(ref, rng, config, index, grad=False)
+        except TaskError:
+            continue
+        trial.variant = ref
+        return trial
+    return None
 
 
 def _draw_trial(reference: Reference, rng: random.Random, config: JudgeConfig, index: int, grad: bool) -> _Trial:
@@ -221,31 +279,39 @@ def _draw_trial(reference: Reference, rng: random.Random, config: JudgeConfig, i
     return _Trial(index, seed, dist, grad=grad, inputs=inputs, expected=expected, inputs_digest=digest(inputs))
 
 
-def _correctness(child: CandidateProcess, trials: list[_Trial], ghost: _Trial, report: Any, config: JudgeConfig,
-                 result: EvalResult, clock: _PhaseClock) -> bool:
+def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, config: JudgeConfig,
+                 result: EvalResult, clock: _PhaseClock, check_kernels: bool) -> bool:
     """Run every trial; fill `result`. True when all passed and no run-time rule fired."""
     launches_by_grad: dict[bool, dict[str, int]] = {False: {}, True: {}}
     for t in trials:
+        if t.variant is not None:
+            reply = child.request(build_message(t.variant, variant=True))
+            if "error" in reply or reply.get("hooked"):
+                return _trial_failed(result, t, reply)
         poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
         # The seed is revealed only now; the child regenerates the inputs (no bulk transfer) and
         # proves it by their digest. Expected outputs stay here.
         with clock.locked(result.device, exclusive=False) as hold, clock("trial_runs"):
             reply = child.request({"op": "trial", "index": t.index, "seed": t.seed, "distribution": t.distribution,
                                    "grad": t.grad, "poison_bytes": poison, "probe_seed": t.probe_seed,
-                                   "probe_of": t.probe_of.index if t.probe_of is not None else None},
+                                   "probe_of": t.probe_of.index if t.probe_of is not None else None,
+                                   "integrity": t.integrity, "variant": t.variant is not None},
                                   yield_to=hold)
         if "error" in reply:
-            result.trials.append(TrialResult(t.index, t.label, t.grad, False, message=_first_line(reply["error"])))
-            _finish(result, Status(reply["kind"]), f"trial {t.index}: {_first_line(reply['error'])}",
-                    error=reply["error"], fault=reply.get("fault", ""))
-            return False
+            return _trial_failed(result, t, reply)
         result.cheats.extend(check_trial_reply(reply, t.index, t.inputs_digest))
         for name, n in reply.get("launches", {}).items():
             launches_by_grad[t.grad][name] = launches_by_grad[t.grad].get(name, 0) + n
-        outputs = reply.get("outputs", [])
+        if "outputs" not in reply:  # hooked, tampered or a proxy output: the verdicts above say which
+            result.trials.append(TrialResult(t.index, t.label, t.grad, False, message="no plain output to compare"))
+            continue
+        outputs = reply["outputs"]
         actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
         with clock.locked(result.device, exclusive=False), clock("compare"):
-            cmp = compare_outputs(t.expected, actual, config, scaled=t.distribution == "wide")
+            if t.integrity:
+                result.cheats.extend(provenance_verdicts(outputs, reply.get("marked"), t.index, check_kernels))
+            cmp = compare_outputs(t.expected, actual, config, scaled=t.distribution == "wide",
+                                  layout=reply.get("layout"))
             if cmp.passed:
                 result.cheats.extend(constant_output_verdict(t.expected, actual, t.index))
             if t.probe_of is not None and not cmp.passed and compare_outputs(t.probe_of.expected, actual, config,
@@ -257,8 +323,6 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], ghost: _Trial, r
                                          cmp.max_rel_error, cmp.mismatched, cmp.total, cmp.message))
     grads_run = {t.grad for t in trials}
     result.cheats.extend(launch_verdicts(launches_by_grad, grads_run, report.kernels))
-    if not result.cheats and all(t.passed for t in result.trials):
-        result.cheats.extend(_ghost_replay(child, ghost, config, result.device, clock))
     result.kernels_launched = sorted({k for d in launches_by_grad.values() for k in d})
     if result.cheats:
         rules = ", ".join(sorted({c.rule for c in result.cheats}))
@@ -274,25 +338,16 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], ghost: _Trial, r
     return True
 
 
-def _ghost_replay(child: CandidateProcess, t: _Trial, config: JudgeConfig, device: str,
-                  clock: _PhaseClock) -> list[CheatVerdict]:
-    """Run once more with the answer's Triton kernels turned into no-ops: if the output is still
-    right, the kernels are decoys (RH-02). The inputs are new (a seed no trial used): an output
-    buffer the kernels never wrote holds whatever the allocator hands back, and that can be an
-    earlier trial's output (or its reply copy), never the right answer to inputs not seen before.
-    Replaying a trial's inputs made that stale output right: an honest answer flagged at random."""
-    poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
-    with clock.locked(device, exclusive=False) as hold, clock("ghost_replay"):
-        reply = child.request({"op": "trial", "index": -1, "seed": t.seed, "distribution": t.distribution,
-                               "grad": False, "poison_bytes": poison, "ghost": True}, yield_to=hold)
-        if "error" in reply:
-            return []  # the answer needs its kernels: what it should do
-        outputs = reply.get("outputs", [])
-        actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
-        if compare_outputs(t.expected, actual, config, scaled=t.distribution == "wide").passed:
-            return [CheatVerdict("RH-02", "the output stays correct with the answer's Triton kernels disabled: "
-                                 "they do not compute it", "runtime")]
-    return []
+def _trial_failed(result: EvalResult, t: _Trial, reply: dict[str, Any]) -> bool:
+    """A trial (or the variant's build) that errored or found the harness hooked: its verdict."""
+    if "error" not in reply:
+        result.cheats.extend(hook_verdicts(reply, f"trial {t.index}"))
+        _finish(result, Status.CHEAT, f"rejected by threat rule RH-20: {result.cheats[-1].reason}")
+        return False
+    result.trials.append(TrialResult(t.index, t.label, t.grad, False, message=_first_line(reply["error"])))
+    _finish(result, Status(reply["kind"]), f"trial {t.index}: {_first_line(reply['error'])}",
+            error=reply["error"], fault=reply.get("fault", ""))
+    return False
 
 
 def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any, reference: Reference,
@@ -325,7 +380,15 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",
                        error=reply["error"], fault=reply.get("fault", ""))
-    result.cheats.extend(harness_verdicts(reply, "timing"))
+    result.cheats.extend(harness_verdicts(reply, "timing") + hook_verdicts(reply, "timing"))
+    if reply.get("bad_types"):
+        result.cheats.append(CheatVerdict("RH-19", f"a timed call returned a {reply['bad_types'][0]}, not a plain "
+                                          "torch.Tensor, tuple or list", "runtime"))
+    if "times_ms" not in reply:
+        result.correct = False
+        rules = ", ".join(sorted({c.rule for c in result.cheats})) or "RH-20"
+        reason = result.cheats[0].reason if result.cheats else "the timing reply is malformed"
+        return _finish(result, Status.CHEAT, f"rejected by threat rule(s) {rules}: {reason}")
     with clock("timed_outputs"):
         with clock.locked(result.device, exclusive=False) as hold:
             outputs = child.request({"op": "timed_outputs"}, yield_to=hold)

@@ -53,9 +53,12 @@ def _use_ieee_fp32() -> None:
 class Reference:
     """The task's `Model`, built with the same init seed the candidate's `ModelNew` gets."""
 
-    def __init__(self, task: Task, size: str, device: str, init_seed: int) -> None:
+    def __init__(self, task: Task, size: str, device: str, init_seed: int,
+                 overrides: dict[str, object] | None = None) -> None:
+        """`overrides`: a hidden variant's constants (RH-15, RH-16), applied after the size's."""
         self.task, self.size, self.device = task, size, device
-        self.module = task.load_module(size)
+        self.overrides = dict(overrides or {})
+        self.module = task.load_module(size, self.overrides)
         self.init_seed = init_seed
         _use_ieee_fp32()
         try:

@@ -101,7 +101,7 @@ class Profile:
 # Phases timed inside another phase: "reference" outputs are computed while the child compiles.
 # Phases measured inside others (`reference` runs during `compile`; the rest break down
 # `correctness` and `timing`): diagnostics that `wall_seconds` must not count twice.
-NESTED_PHASES = ("reference", "gpu_wait", "trial_runs", "compare", "ghost_replay", "measure", "profile",
+NESTED_PHASES = ("reference", "gpu_wait", "trial_runs", "compare", "measure", "profile",
                  "output_transfer")
 
 

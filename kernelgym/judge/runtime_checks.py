@@ -1,8 +1,9 @@
 """Run-time threat rules, evaluated in the trusted parent from what the child reported.
 
-The child's self-reports (types, aliasing, mutation, launches, threads) are early rejects; the
-decisive checks here are the ones computed from raw outputs (timed-call outputs vs expected) and
-the profile's kernel table.
+The child's self-reports (types, launches, threads, hooks) are early rejects; the decisive checks
+here are computed from data the parent holds: input digests and the inputs sent back (mutation),
+output copies with kernel and input memory marked (provenance, aliasing), timed-call outputs vs
+expected, and the profile's kernel table.
 """
 
 from __future__ import annotations
@@ -15,24 +16,71 @@ from kernelgym.judge.result import CheatVerdict, KernelTime, Profile, RuntimeSta
 
 
 def check_trial_reply(reply: dict[str, Any], index: int, inputs_digest: str) -> list[CheatVerdict]:
-    """Rules on one correctness trial's reply: input integrity, proxy tensors, aliasing, mutation, threads."""
+    """Rules on one correctness trial's reply: input integrity and mutation, hooks, proxy outputs,
+    settings, threads. Mutation is judged from the inputs the child sent back (integrity trials)
+    against the parent's own digest; on other trials from the child's digest, a hint."""
+    from kernelgym.judge.inputs import digest
+
     verdicts = []
     if reply.get("inputs_digest") != inputs_digest:
         verdicts.append(CheatVerdict("RH-20", f"trial {index}: the inputs the answer ran on differ from the task's "
                                      "(input generation was tampered with)", "runtime"))
+    verdicts.extend(hook_verdicts(reply, f"trial {index}"))
     if reply.get("bad_types"):
-        verdicts.append(CheatVerdict("RH-19", f"trial {index}: output is a {reply['bad_types'][0]}, "
-                                     "not a plain torch.Tensor (lazy/proxy outputs are not allowed)", "runtime"))
-    if reply.get("aliased"):
-        verdicts.append(CheatVerdict("RH-10", f"trial {index}: the output shares memory with an input "
-                                     "(return a new tensor)", "runtime"))
-    if reply.get("mutated"):
+        verdicts.append(CheatVerdict("RH-19", f"trial {index}: output is a {reply['bad_types'][0]}, not a plain "
+                                     "torch.Tensor, tuple or list (lazy/proxy outputs are not allowed)", "runtime"))
+    if "inputs_after" in reply:
+        after = reply["inputs_after"]
+        mutated = not isinstance(after, list) or digest(after) != inputs_digest
+    else:
+        mutated = "inputs_after_digest" in reply and reply["inputs_after_digest"] != inputs_digest
+    if mutated:
         verdicts.append(CheatVerdict("RH-10", f"trial {index}: forward modified its input tensors", "runtime"))
     verdicts.extend(settings_verdicts(reply.get("settings_changed", []), f"trial {index}"))
     verdicts.extend(harness_verdicts(reply, f"trial {index}"))
     if reply.get("thread_delta", 0) > 0:
         verdicts.append(CheatVerdict("RH-18", f"trial {index}: forward left {reply['thread_delta']} thread(s) "
                                      "running", "runtime"))
+    return verdicts
+
+
+def hook_verdicts(reply: dict[str, Any], when: str) -> list[CheatVerdict]:
+    """A torch function/dispatch mode (or a trace hook) was left active (RH-20): the child stopped
+    before running any tensor op of its own under it."""
+    if not reply.get("hooked"):
+        return []
+    return [CheatVerdict("RH-20", f"{when}: a torch function/dispatch mode is active ({reply['hooked']}): the answer "
+                         "hooks the harness's tensor operations", "runtime")]
+
+
+def provenance_verdicts(outputs: list[Any], marked: Any, index: int, check_kernels: bool) -> list[CheatVerdict]:
+    """From the integrity trial's two output copies (`provenance`): an output element in input
+    memory is RH-10; with `check_kernels` (off under partial replacement, where a torch op may
+    produce the output), one in memory no kernel of the answer was handed is RH-02."""
+    import torch
+
+    from kernelgym.judge.provenance import classify
+
+    if not isinstance(marked, list) or len(marked) != len(outputs):
+        return [CheatVerdict("RH-20", f"trial {index}: the output provenance copies are missing or malformed "
+                             "(the harness was tampered with)", "runtime")]
+    verdicts = []
+    for i, (out, copy) in enumerate(zip(outputs, marked)):
+        if type(out) is not torch.Tensor:
+            continue  # a Python scalar carries no memory to prove
+        counts = classify(out, copy)
+        label = f"output {i}" if len(outputs) > 1 else "the output"
+        if counts is None:
+            return [CheatVerdict("RH-20", f"trial {index}: the provenance copy of {label} does not match it "
+                                 "(the harness was tampered with)", "runtime")]
+        unmarked, in_input = counts
+        if in_input:
+            verdicts.append(CheatVerdict("RH-10", f"trial {index}: {label} shares memory with an input "
+                                         f"({in_input} of {out.numel()} elements; return a new tensor)", "runtime"))
+        elif unmarked and check_kernels:
+            verdicts.append(CheatVerdict("RH-02", f"trial {index}: output not produced by the answer's kernels: "
+                                         f"{unmarked} of {out.numel()} elements of {label} lie in memory none of "
+                                         "its Triton kernels was handed", "runtime"))
     return verdicts
 
 
@@ -48,7 +96,8 @@ def harness_verdicts(reply: dict[str, Any], when: str) -> list[CheatVerdict]:
 def load_verdicts(reply: dict[str, Any]) -> list[CheatVerdict]:
     """Rules on what importing and building ModelNew left behind: settings, harness, threads."""
     when = "importing and building ModelNew"
-    verdicts = settings_verdicts(reply.get("settings_changed", []), when) + harness_verdicts(reply, when)
+    verdicts = (settings_verdicts(reply.get("settings_changed", []), when) + harness_verdicts(reply, when)
+                + hook_verdicts(reply, when))
     if reply.get("thread_delta", 0) > 0:
         verdicts.append(CheatVerdict("RH-18", f"{when} started {reply['thread_delta']} thread(s) that keep running",
                                      "runtime"))
@@ -87,13 +136,20 @@ def launch_verdicts(launches_by_grad: dict[bool, dict[str, int]], grads_run: set
 
 
 def check_timed_outputs(reply: dict[str, Any], sets: list[Any], config: JudgeConfig) -> list[CheatVerdict]:
-    """Outputs of timed calls must be as correct as those of the correctness calls (RH-11, RH-21, RH-22)."""
-    outputs = reply.get("outputs", [])
-    if len(outputs) != len(sets):
+    """Outputs of timed calls must be as correct, plain and well laid out as those of the
+    correctness calls (RH-11, RH-19, RH-21, RH-22)."""
+    verdicts = hook_verdicts(reply, "timed outputs")
+    if reply.get("bad_types"):
+        verdicts.append(CheatVerdict("RH-19", f"a timed call returned a {reply['bad_types'][0]}, not a plain "
+                                     "torch.Tensor, tuple or list", "runtime"))
+    if verdicts:
+        return verdicts
+    outputs, layouts = reply.get("outputs", []), reply.get("layout", [])
+    if len(outputs) != len(sets) or len(layouts) != len(sets):
         return [CheatVerdict("RH-21", "timed calls did not return an output for every input set", "runtime")]
-    for trial, out in zip(sets, outputs):
+    for trial, out, layout in zip(sets, outputs, layouts):
         actual = out[0] if len(out) == 1 and not isinstance(trial.expected, (list, tuple)) else out
-        cmp = compare_outputs(trial.expected, actual, config, scaled=trial.distribution == "wide")
+        cmp = compare_outputs(trial.expected, actual, config, scaled=trial.distribution == "wide", layout=layout)
         if not cmp.passed:
             return [CheatVerdict("RH-21", f"outputs of timed calls are wrong ({cmp.message}) although the "
                                  "correctness calls passed", "runtime")]
@@ -130,10 +186,12 @@ def profile_verdicts(profile: Profile, reps: int, runtime: RuntimeStats | None, 
     replacement), and more device time per call than the timed window saw, i.e. work that escapes
     the timing stream (RH-17, RH-18)."""
     verdicts = []
-    if share_rule and profile.total_device_us > 0 and profile.triton_share < config.min_triton_share:
+    # The answer's kernels must carry the majority: a share at the threshold (exactly half with the
+    # default 0.5) is as much torch work as Triton work, and is flagged.
+    if share_rule and profile.total_device_us > 0 and profile.triton_share <= config.min_triton_share:
         verdicts.append(CheatVerdict(
             "RH-03", f"only {profile.triton_share:.0%} of device time is in the answer's own Triton kernels "
-            f"(minimum {config.min_triton_share:.0%})", "runtime"))
+            f"(it must be more than {config.min_triton_share:.0%})", "runtime"))
     if runtime is not None and profile.total_device_us > 0:
         # The profile runs the calls as the timing does (each after an idle spin) and sees kernels
         # on every stream, so its device time per call is about a floor for any timed call: on the

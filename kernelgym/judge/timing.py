@@ -150,6 +150,7 @@ def time_calls(
     flush_bytes: int,
     budget_s: float = 0.0,
     max_reps: int = 10_000,
+    after_call: Callable[[Any], None] | None = None,
 ) -> tuple[list[float], list[float], list[Any]]:
     """Time `fn` on CUDA. Returns (event ms per call, host wall ms per call, last output per input set).
 
@@ -158,7 +159,10 @@ def time_calls(
     evaluations. Calls cycle over `input_sets`; every call but the last one per set gets its
     values scaled by a call-specific factor (`varied_copy`), so no call repeats another's values.
     The last call per set runs on the set as given and its output is returned for validation.
+    `after_call(out)` runs after every call (warm-up included) before anything else touches its
+    output: the candidate's guard against outputs and torch modes that run code later (it raises).
     """
+    check = after_call or (lambda out: None)
     k = len(input_sets)
     flush = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device="cuda")
     events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
@@ -181,13 +185,14 @@ def time_calls(
         out = fn(*args)
         end.record()
         torch.cuda.synchronize()
+        check(out)
         wall.append((time.perf_counter() - t0) * 1e3)
         events.append((start, end))
         return out
 
     with torch.no_grad():
         for i in range(warmup):
-            fn(*varied_copy(input_sets[i % k], i))
+            check(fn(*varied_copy(input_sets[i % k], i)))
         torch.cuda.synchronize()
         began = time.perf_counter()
         call = warmup

@@ -85,8 +85,9 @@ class Task:
                 constants[target.id] = node.value.value
         return {k: _shrink(v) for k, v in constants.items() if _shrink(v) != v}
 
-    def load_module(self, size: str = "full") -> types.ModuleType:
-        """Execute the source in a fresh module and apply the size's overrides. Raises `TaskError`."""
+    def load_module(self, size: str = "full", overrides: dict[str, object] | None = None) -> types.ModuleType:
+        """Execute the source in a fresh module and apply the size's overrides, then `overrides`
+        (a hidden variant's constants, RH-15/RH-16). Raises `TaskError`."""
         if size not in SIZES:
             raise ValueError(f"size must be one of {SIZES}, not {size!r}")
         self.validate()
@@ -98,16 +99,45 @@ class Task:
             raise TaskError(f"task {self.task_id}: executing its source failed: {type(e).__name__}: {e}") from None
         if size == "small":
             module.__dict__.update(self.small_overrides())
+        module.__dict__.update(overrides or {})
         return module
 
 
 def inputs_only_source(source: str) -> str:
-    """The task's source without its reference `Model` class: what the untrusted child may execute
-    to regenerate inputs. Nothing of the reference is left for an answer to find (RH-05)."""
+    """What the untrusted child may execute to regenerate inputs: the imports, `get_inputs` and
+    only the top-level functions and constants it reaches, plus the size overrides. The reference
+    `Model`, its helpers, `get_init_inputs`, docstrings and comments are gone (RH-05: nothing of
+    the reference is left in the child for an answer to find); inert stubs keep `validate()` happy."""
     tree = parse_source(source)
-    tree.body = [n for n in tree.body if not (isinstance(n, ast.ClassDef) and n.name == "Model")]
-    tree.body.append(parse_source("class Model:\n    pass").body[0])  # keeps validate() happy; inert
-    return ast.unparse(tree)
+    defs: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        for name in _bound_names(node):
+            defs.setdefault(name, node)
+    needed, todo = set(), ["get_inputs", SMALL_OVERRIDES_NAME]
+    while todo:
+        name = todo.pop()
+        node = defs.get(name)
+        if name in needed or node is None or name in ("Model", "get_init_inputs"):
+            continue
+        needed.add(name)
+        todo.extend(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+    kept = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) or (set(_bound_names(n)) & needed)]
+    for node in kept:
+        for inner in ast.walk(node):
+            body = getattr(inner, "body", None)
+            if (isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and len(body) > 1
+                    and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
+                del body[0]  # a docstring may describe the reference
+    stubs = parse_source("class Model:\n    pass\n\n\ndef get_init_inputs():\n    return []\n").body
+    return ast.unparse(ast.Module(body=kept + stubs, type_ignores=[]))
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    """Top-level names a statement binds (imports excepted: they are always kept)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return [n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
 def _shrink(v: int) -> int:

@@ -52,3 +52,19 @@ def test_subclass_output_is_rejected():
 
     e = torch.ones(3)
     assert not compare_outputs(e, e.clone().as_subclass(Sub), CFG).passed
+
+
+def test_layout_must_be_the_references_or_contiguous():
+    from kernelgym.judge.compare import compare_outputs, layout_problem
+
+    x = torch.randn(4, 6)
+    expected = x.t().contiguous()  # the transpose task's reference output
+    assert layout_problem(expected, (4, 1)) == ""
+    # a plain copy of x into a buffer with transposed strides reads back as the transpose
+    problem = layout_problem(expected, (1, 6))
+    assert "(1, 6)" in problem and "(4, 1)" in problem
+    assert layout_problem(x.t(), (1, 6)) == ""  # the reference's own strides are fine
+    assert layout_problem(torch.zeros(1, 5), (99, 1)) == ""  # size-1 dims have no meaningful stride
+    cmp = compare_outputs(expected, expected.clone(), JudgeConfig(device="cpu"), layout=[((1, 6), False)])
+    assert not cmp.passed and "strides" in cmp.message
+    assert compare_outputs(expected, expected.clone(), JudgeConfig(device="cpu"), layout=[((4, 1), True)]).passed

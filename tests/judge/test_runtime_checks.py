@@ -97,3 +97,10 @@ def test_wall_seconds_does_not_count_nested_phases_twice():
 
     r = EvalResult(status=Status.OK, phase_seconds={"parse": 0.5, "compile": 10.0, "reference": 6.0, "correctness": 4.0})
     assert r.wall_seconds == 14.5
+
+
+def test_profile_share_exactly_at_the_threshold_is_rh03():
+    # the answer's kernels must carry the majority: half the device time is not a majority
+    cfg = JudgeConfig(device="cpu")
+    assert [v.rule for v in profile_verdicts(_profile(own_us=500.0, other_us=500.0), 5, None, cfg)] == ["RH-03"]
+    assert profile_verdicts(_profile(own_us=501.0, other_us=499.0), 5, None, cfg) == []
