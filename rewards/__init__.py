@@ -3,6 +3,7 @@
 Pure functions over the judge's result type; nothing here imports torch or runs code.
 """
 
+from rewards.config import RewardConfig
 from rewards.functions import (
     REWARDS,
     RewardFn,
@@ -17,7 +18,6 @@ from rewards.functions import (
     total_reward,
     triton_share,
 )
-from rewards.config import RewardConfig  # after functions: config validates names against REWARDS
 from rewards.outliers import needs_reevaluation, settle_outlier
 from rewards.prs import prs_keep_probability, prs_sample
 

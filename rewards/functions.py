@@ -9,16 +9,14 @@ or Triton share contributes nothing; the reward for correctness is kept.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from kernelgym.judge.extract import extract_code
 from kernelgym.judge.result import EvalResult, Status
 from kernelgym.judge.static_checks import analyse
+from rewards.config import REWARD_NAMES, RewardConfig
 
-if TYPE_CHECKING:
-    from rewards.config import RewardConfig
-
-RewardFn = Callable[[EvalResult, "RewardConfig"], float]
+RewardFn = Callable[[EvalResult, RewardConfig], float]
 
 _COMPILE_STAGE = {Status.INVALID_ANSWER, Status.COMPILE_ERROR}
 _RUNTIME_STAGE = {Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASHED, Status.OOM}
@@ -109,6 +107,8 @@ REWARDS: dict[str, RewardFn] = {
     "shaped": shaped_reward,
     "cheat_penalty": cheat_penalty_reward,
 }
+if tuple(REWARDS) != REWARD_NAMES:  # every name a RewardConfig accepts has exactly one reward function
+    raise RuntimeError(f"rewards.REWARDS {tuple(REWARDS)} and config.REWARD_NAMES {REWARD_NAMES} differ")
 
 
 def get_reward(name: str) -> RewardFn:

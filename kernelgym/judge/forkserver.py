@@ -76,7 +76,7 @@ class ForkServer:
 
     def __init__(self, device: str, scratch: Path, startup_timeout_s: float = 300.0) -> None:
         """`scratch`: the server's own dir (its HOME, TMPDIR and caches; the children get theirs)."""
-        from kernelgym.judge.sandbox import MARKER_VAR, child_env
+        from kernelgym.judge.candidate_env import MARKER_VAR, child_env
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = child_env(scratch, device)
@@ -271,7 +271,7 @@ def _preload() -> None:
 
 
 def _serve(sock: socket.socket) -> None:
-    from kernelgym.judge.sandbox import MARKER_VAR
+    from kernelgym.judge.candidate_env import MARKER_VAR
 
     try:
         _preload()
@@ -372,7 +372,7 @@ def _become_candidate(msg: dict[str, Any], fds: list[int], sock: socket.socket, 
     import tempfile
 
     from kernelgym.judge import child
-    from kernelgym.judge.sandbox import MARKER_VAR
+    from kernelgym.judge.candidate_env import MARKER_VAR
 
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)

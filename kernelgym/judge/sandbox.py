@@ -26,12 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kernelgym.judge import protocol
+from kernelgym.judge.candidate_env import MARKER_VAR, child_env
 
 if TYPE_CHECKING:
     from kernelgym.judge.forkserver import ForkedProcess, ForkServer
-
-_SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "ACCESS_KEY", "CREDENTIAL")
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class ChildFailed(Exception):
@@ -300,7 +298,6 @@ class CandidateProcess:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-MARKER_VAR = "KERNELGYM_EVAL"
 # A request holds its GPU share this long before it steps aside for a queued measurement: a
 # trial's own GPU work takes milliseconds; what runs longer is a first call's JIT compile, a
 # slow or hanging answer, and a measurement should not wait on those.
@@ -368,27 +365,3 @@ def kill_marked(marker: str, var: str = MARKER_VAR) -> int:
         except (OSError, ProcessLookupError):
             continue
     return killed
-
-
-def child_env(scratch: Path, device: str) -> dict[str, str]:
-    """The environment of a candidate process in `scratch` on `device`: this one's without
-    credentials, with private HOME, TMPDIR and compiler caches, Triton's interpreter on CPU."""
-    env = {k: v for k, v in os.environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
-    for sub in ("tmp", "triton", "inductor"):
-        (scratch / sub).mkdir(exist_ok=True)
-    env.update(
-        HOME=str(scratch),
-        TRITON_HOME=str(scratch),  # Triton's other dirs (dumps, overrides) default under it
-        TMPDIR=str(scratch / "tmp"),
-        TRITON_CACHE_DIR=str(scratch / "triton"),
-        TORCHINDUCTOR_CACHE_DIR=str(scratch / "inductor"),
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONUNBUFFERED="1",
-        PYTHONPATH=os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p),
-    )
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    else:
-        env.pop("TRITON_INTERPRET", None)
-    return env

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kernelgym.jobs import Job, JobOutcome
 from kernelgym.judge.result import EvalResult, Status
-from kernelgym.service.jobs import Backend, Job, JobOutcome
+from kernelgym.service.backend import Backend
 from kernelgym.service.metrics import ServiceMetrics
 from kernelgym.service.store import Store
 

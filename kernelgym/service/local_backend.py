@@ -17,7 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelgym.service.jobs import Job, JobOutcome, OutcomeCallback, deliver_outcomes, drain_lost, remove_queued
+from kernelgym.jobs import Job, JobOutcome, OutcomeCallback
+from kernelgym.service.backend import deliver_outcomes, drain_lost, remove_queued
 from kernelgym.worker.process import WorkerClient, WorkerFailed, WorkerSpec
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class _Slot:
 
 
 class LocalBackend:
-    """The `Backend` protocol (`kernelgym.service.jobs`) on this machine's devices."""
+    """The `Backend` protocol (`kernelgym.service.backend`) on this machine's devices."""
 
     def __init__(self, config: LocalBackendConfig | None = None) -> None:
         self.config = config or LocalBackendConfig()

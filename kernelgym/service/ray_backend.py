@@ -23,7 +23,8 @@ import uuid
 from collections import deque
 from typing import Any
 
-from kernelgym.service.jobs import Job, JobOutcome, OutcomeCallback, deliver_outcomes, drain_lost, remove_queued
+from kernelgym.jobs import Job, JobOutcome, OutcomeCallback
+from kernelgym.service.backend import deliver_outcomes, drain_lost, remove_queued
 
 log = logging.getLogger(__name__)
 

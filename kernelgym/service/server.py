@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from kernelgym.service.jobs import Backend
+from kernelgym.service.backend import Backend
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Any
 from kernelgym.judge.result import EvalResult
 from kernelgym.service.admission import EvalRequest, Limits, Submission, TaskCatalog, admit, environment_of
 from kernelgym.service.dispatch import Dispatcher, system_error_result
-from kernelgym.service.jobs import Backend
+from kernelgym.service.backend import Backend
 from kernelgym.service.metrics import ServiceMetrics
 from kernelgym.service.store import CANCELLED, RUNNING, NewRequest, Record, Store
 

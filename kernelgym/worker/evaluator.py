@@ -10,10 +10,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from kernelgym.jobs import Job, JobOutcome
 from kernelgym.judge.batch import SharedGate, judge_one
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import EvalResult, Status
-from kernelgym.service.jobs import Job, JobOutcome
 from kernelgym.tasks.loaders import resolve_tasks
 from kernelgym.tasks.task import Task, TaskError
 

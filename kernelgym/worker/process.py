@@ -35,7 +35,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from kernelgym.service.jobs import Job, JobOutcome
+from kernelgym.jobs import Job, JobOutcome
 
 log = logging.getLogger(__name__)
 

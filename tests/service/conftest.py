@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from kernelgym.jobs import Job, JobOutcome, OutcomeCallback
 from kernelgym.judge.result import EvalResult, Status
-from kernelgym.service.jobs import Job, JobOutcome, OutcomeCallback
 from kernelgym.service.service import Service
 from kernelgym.service.store import Store
 

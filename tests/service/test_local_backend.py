@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelgym.service.jobs import Job, JobOutcome
+from kernelgym.jobs import Job, JobOutcome
 from kernelgym.service.local_backend import LocalBackend, LocalBackendConfig
 from kernelgym.tasks.loaders import builtin_answer_path
 from kernelgym.worker.process import WORKER_MARKER_VAR

@@ -9,8 +9,8 @@ import torch
 
 ray = pytest.importorskip("ray")
 
+from kernelgym.jobs import Job, JobOutcome  # noqa: E402
 from kernelgym.service.bench_mix import make_variant  # noqa: E402
-from kernelgym.service.jobs import Job, JobOutcome  # noqa: E402
 from kernelgym.service.ray_backend import NAMESPACE, RayBackend  # noqa: E402
 from kernelgym.tasks.loaders import builtin_answer_path  # noqa: E402
 

@@ -4,8 +4,8 @@ import os
 import queue
 import socket
 
+from kernelgym.jobs import Job, JobOutcome
 from kernelgym.judge.sandbox import kill_marked
-from kernelgym.service.jobs import Job, JobOutcome
 from kernelgym.tasks.loaders import builtin_answer_path
 from kernelgym.worker.process import WORKER_MARKER_VAR, WorkerClient, WorkerSpec
 

@@ -1,0 +1,39 @@
+"""The environment a candidate process runs in, whether exec'd (`sandbox`) or forked (`forkserver`).
+
+Below both, so that the fork server does not import the sandbox that starts it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Every process an evaluation starts carries MARKER_VAR=<its marker>: how `sandbox.kill_marked`
+# finds what an answer leaves running (RH-27).
+MARKER_VAR = "KERNELGYM_EVAL"
+_SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "ACCESS_KEY", "CREDENTIAL")
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def child_env(scratch: Path, device: str) -> dict[str, str]:
+    """The environment of a candidate process in `scratch` on `device`: this one's without
+    credentials, with private HOME, TMPDIR and compiler caches, Triton's interpreter on CPU."""
+    env = {k: v for k, v in os.environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+    for sub in ("tmp", "triton", "inductor"):
+        (scratch / sub).mkdir(exist_ok=True)
+    env.update(
+        HOME=str(scratch),
+        TRITON_HOME=str(scratch),  # Triton's other dirs (dumps, overrides) default under it
+        TMPDIR=str(scratch / "tmp"),
+        TRITON_CACHE_DIR=str(scratch / "triton"),
+        TORCHINDUCTOR_CACHE_DIR=str(scratch / "inductor"),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p),
+    )
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    return env
