@@ -137,7 +137,8 @@ def _install_autotune_benchmarker() -> None:
     autotuner uses `run_each_once`, whatever it was given."""
     from triton.runtime.autotuner import Autotuner
 
-    Autotuner.do_bench = property(lambda self: run_each_once)
+    # A setter that ignores the value: Triton versions that assign `self.do_bench` in __init__ keep working.
+    Autotuner.do_bench = property(lambda self: run_each_once, lambda self, value: None)
 
 
 # -- warmup -------------------------------------------------------------------------------------
