@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> None:
     import triton  # noqa: F401
 
     from kernelgym.judge import protocol
+    from kernelgym.judge.interpreter import make_interpreter_faithful
+
+    make_interpreter_faithful()  # CPU runs judge GPU semantics: autotune, libdevice, driver facts (no-op on a GPU)
 
     # Bound before the candidate exists: patching the module attributes later changes nothing here.
     send, recv = protocol.send, protocol.recv

@@ -142,6 +142,11 @@ def _parse(task: Task, answer: str | bytes, config: JudgeConfig, result: EvalRes
         return _finish(result, Status.INVALID_ANSWER, "the code does not define class ModelNew")
     if config.static_checks:
         result.cheats.extend(report.verdicts)
+        if report.violations and not report.verdicts:
+            listed = "; ".join(report.violations[:3]) + (f" (+{len(report.violations) - 3} more)"
+                                                          if len(report.violations) > 3 else "")
+            return _finish(result, Status.INVALID_ANSWER, f"outside the answer contract: {listed}",
+                           error="\n".join(report.violations))
         if not report.kernels:
             result.cheats.append(CheatVerdict("RH-01", "the answer defines no @triton.jit kernel", "static"))
         if result.cheats:
