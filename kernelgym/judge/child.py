@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> None:
     from kernelgym.judge.interpreter import make_interpreter_faithful
 
     make_interpreter_faithful()  # CPU runs judge GPU semantics: autotune, libdevice, driver facts (no-op on a GPU)
+    from kernelgym.judge.op_audit import pause_triton_entry_points
+
+    pause_triton_entry_points()  # Triton's own tensor work during a launch is not the answer's torch compute
 
     # Bound before the candidate exists: patching the module attributes later changes nothing here.
     send, recv = protocol.send, protocol.recv
@@ -78,9 +81,9 @@ _TRUSTED: dict = {}  # harness functions captured before the answer is imported
 def bind_trusted() -> None:
     """Capture the harness functions the session calls: an answer that rebinds the module
     attributes (reached through `sys.modules`, which the static rules forbid) changes nothing here."""
-    from kernelgym.judge import inputs, launch_hook, profiling, provenance, timing
+    from kernelgym.judge import inputs, launch_hook, op_audit, profiling, provenance, timing
 
-    _TRUSTED.update(time_calls=timing.time_calls, profile_kernels=profiling.profile_kernels,
+    _TRUSTED.update(op_recording=op_audit.recording, forbidden_ops=op_audit.forbidden,time_calls=timing.time_calls, profile_kernels=profiling.profile_kernels,
                     take=launch_hook.take, record_storages=launch_hook.record_storages,
                     recorded_storages=launch_hook.recorded_storages, marked_copies=provenance.marked_copies,
                     digest=inputs.digest, harness_snapshot=harness_snapshot, ship_outputs=ship_outputs,
@@ -263,7 +266,7 @@ class _Session:
         _poison(self.device, msg.get("poison_bytes", 0))
         record(True)
         try:
-            with torch.set_grad_enabled(msg["grad"]):
+            with _TRUSTED["op_recording"](), torch.set_grad_enabled(msg["grad"]):
                 out = model(*inputs)
             if self.device != "cpu":
                 torch.cuda.synchronize()
@@ -272,7 +275,7 @@ class _Session:
         finally:
             record(False)
         reply = {"inputs_digest": inputs_digest, "thread_delta": threading.active_count() - threads_before,
-                 "launches": take()} | self._integrity()
+                 "launches": take(), "torch_ops": _TRUSTED["forbidden_ops"]()} | self._integrity()
         if reply.get("hooked") or reply.get("harness_changed"):
             return reply  # no tensor op of ours runs under the answer's hooks
         shipped = _TRUSTED["ship_outputs"](out)

@@ -38,6 +38,7 @@ from kernelgym.judge.runtime_checks import (
     profile_summary,
     profile_verdicts,
     provenance_verdicts,
+    torch_ops_verdicts,
 )
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.timing import GpuHold, gpu_lock
@@ -305,6 +306,8 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         if "error" in reply:
             return _trial_failed(result, t, reply)
         result.cheats.extend(check_trial_reply(reply, t.index, t.inputs_digest))
+        if check_kernels:
+            result.cheats.extend(torch_ops_verdicts(reply, t.index))
         for name, n in reply.get("launches", {}).items():
             launches_by_grad[t.grad][name] = launches_by_grad[t.grad].get(name, 0) + n
         if "outputs" not in reply:  # hooked, tampered or a proxy output: the verdicts above say which

@@ -15,6 +15,18 @@ from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import CheatVerdict, KernelTime, Profile, RuntimeStats
 
 
+def torch_ops_verdicts(reply: dict[str, Any], index: int) -> list[CheatVerdict]:
+    """Aten operators forward ran outside the answer's kernels that are not allocation, views or
+    layout copies (`op_audit`): torch did arithmetic the kernels should do (RH-01, run-time twin of
+    the contract's rule; off where the task allows partial replacement)."""
+    ops = reply.get("torch_ops") or {}
+    if not ops:
+        return []
+    listed = ", ".join(f"{name} ({n}x)" for name, n in list(ops.items())[:5])
+    return [CheatVerdict("RH-01", f"trial {index}: forward ran torch operators outside its Triton kernels: {listed}",
+                         "runtime")]
+
+
 def check_trial_reply(reply: dict[str, Any], index: int, inputs_digest: str) -> list[CheatVerdict]:
     """Rules on one correctness trial's reply: input integrity and mutation, hooks, proxy outputs,
     settings, threads. Mutation is judged from the inputs the child sent back (integrity trials)
