@@ -19,7 +19,9 @@ BASE = {"device": "cpu", "timeout_s": 60, "num_trials": 1, "seed": 1234}
 ANSWERS = {
     "ok": (relu_answer(), {}),
     "crash": (relu_answer("import ctypes\nctypes.string_at(0)"), {"static_checks": False}),
-    "timeout": (relu_answer("while True:\n    pass"), {"static_checks": False, "timeout_s": 5}),
+    # Endless at import: fresh and warm are both killed before the answer loads, however long a fresh
+    # start takes on a loaded machine (an endless forward let a slow fresh start die one phase earlier).
+    "timeout": (relu_answer(extra="while True:\n    pass"), {"static_checks": False, "timeout_s": 5}),
     "oom": (relu_answer("big = torch.empty(4 * 10**9)"), {"static_checks": False, "cpu_memory_gb": 6}),
     "cheat_settings": (relu_answer(extra="torch.set_num_threads(torch.get_num_threads() + 1)"),
                        {"static_checks": False}),
