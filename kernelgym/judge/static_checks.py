@@ -150,6 +150,7 @@ class _Rules(ast.NodeVisitor):
                                            "when a kernel fails; import only the allowed modules, unguarded)")
             else:
                 self.outside(stmt, f"a module-level '{type(stmt).__name__.lower()}' statement")
+                self.generic_visit(stmt)  # a known attack inside it still carries its rule
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if self.context != "module":
