@@ -73,6 +73,7 @@ def make_interpreter_faithful() -> None:
     _install_autotune_benchmarker()
     _install_libdevice()
     _install_warmup()
+    _install_torch_cuda_facts()
     _INSTALLED = True
 
 
@@ -124,6 +125,28 @@ class InterpreterDriver:
 
     def get_benchmarker(self) -> Callable[..., Any]:
         return run_each_once
+
+
+def _install_torch_cuda_facts() -> None:
+    """The device facts an honest answer reads through torch (`torch.cuda.get_device_properties`,
+    `with torch.cuda.device(x.device)`, the Liger/flash-attn wrapper idiom) answer as on the GPU
+    the interpreter stands in for; `is_available` and everything that would run work stay as they are."""
+    import contextlib
+    import types
+
+    import torch
+
+    props = types.SimpleNamespace(
+        name="NVIDIA H100 80GB HBM3 (Triton interpreter)", major=H100_CAPABILITY[0], minor=H100_CAPABILITY[1],
+        multi_processor_count=H100_PROPERTIES["multiprocessor_count"], total_memory=80 << 30,
+        warp_size=H100_PROPERTIES["warpSize"], regs_per_multiprocessor=H100_PROPERTIES["max_num_regs"],
+        max_threads_per_multi_processor=2048, shared_memory_per_block_optin=H100_PROPERTIES["max_shared_mem"],
+        L2_cache_size=50 << 20, is_integrated=False)
+    torch.cuda.get_device_properties = lambda device=None: props
+    torch.cuda.get_device_capability = lambda device=None: H100_CAPABILITY
+    torch.cuda.get_device_name = lambda device=None: props.name
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.device = lambda device=None: contextlib.nullcontext()
 
 
 def _install_driver() -> None:

@@ -380,6 +380,13 @@ class _Rules(ast.NodeVisitor):
 
     visit_YieldFrom = visit_Yield  # type: ignore[assignment]
 
+    def visit_Break(self, node: ast.AST) -> None:
+        if self.context == "kernel":
+            self.outside(node, f"'{type(node).__name__.lower()}' inside a kernel (Triton's compiler has no early loop "
+                               "exit; it runs only under the CPU interpreter)")
+
+    visit_Continue = visit_Break  # type: ignore[assignment]
+
     def visit_Match(self, node: ast.AST) -> None:
         self.outside(node, "a 'match' statement")
 
@@ -569,6 +576,8 @@ class _Rules(ast.NodeVisitor):
         if base.kind == TENSOR and attr not in C.TENSOR_ATTRIBUTES and attr not in C.TENSOR_METHODS:
             if self.context == "init" or self.allow:
                 return
+            if attr == "to" and _moves_device_only(self.scan.parents.get(node), node):
+                return  # x.to(x.device): no values change (the run-time audit sees any copy)
             if attr in ("to", "float", "double", "half", "type", "int", "long", "bool"):
                 self.compute(node, f"'.{attr}' on a tensor is a cast: cast inside the kernel instead (tl.store "
                                    "converts to the output's dtype) -- the cast")
@@ -761,6 +770,20 @@ def _is_main_guard(test: ast.AST) -> bool:
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
             and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
             and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__")
+
+
+def _moves_device_only(call: ast.AST | None, func: ast.AST) -> bool:
+    """`x.to(dev)` whose every argument names a device (`y.device`, `device=...`, 'cuda', torch.device(...))."""
+    if not (isinstance(call, ast.Call) and call.func is func) or not (call.args or call.keywords):
+        return False
+
+    def device_like(a: ast.AST) -> bool:
+        return (isinstance(a, ast.Attribute) and a.attr == "device") or \
+            (isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.split(":")[0] in ("cuda", "cpu")) or \
+            (isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "device")
+
+    return all(device_like(a) for a in call.args) and all(
+        k.arg == "device" or (k.arg == "non_blocking" and isinstance(k.value, ast.Constant)) for k in call.keywords)
 
 
 def _called(parent: ast.AST | None, node: ast.AST) -> bool:

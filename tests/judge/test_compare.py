@@ -68,3 +68,19 @@ def test_layout_must_be_the_references_or_contiguous():
     cmp = compare_outputs(expected, expected.clone(), JudgeConfig(device="cpu"), layout=[((1, 6), False)])
     assert not cmp.passed and "strides" in cmp.message
     assert compare_outputs(expected, expected.clone(), JudgeConfig(device="cpu"), layout=[((4, 1), True)]).passed
+
+
+def test_fp32_summation_order_passes_at_scale_but_a_downcast_does_not():
+    """A 4k-long fp32 dot product (outputs ~500 in size) differs from the reference only by summation
+    order, which can exceed a fixed 1e-4 near the output's zeros; fp16 inputs miss it by far."""
+    g = torch.Generator().manual_seed(0)
+    a, b = 3 * torch.randn(256, 4096, generator=g), 3 * torch.randn(4096, 32, generator=g)
+    expected = (a.double() @ b.double()).float()
+    reordered = torch.zeros(256, 32)
+    for k in range(0, 4096, 64):  # a K-tiled kernel's accumulation order
+        reordered = reordered + a[:, k:k + 64] @ b[k:k + 64]
+    assert ((reordered - expected).abs() > 1e-4 + 1e-4 * expected.abs()).any()  # a fixed atol fails it
+    downcast = (a.half().float() @ b.half().float())
+    config = JudgeConfig()
+    assert compare_outputs(expected, reordered, config).passed
+    assert not compare_outputs(expected, downcast, config).passed

@@ -232,3 +232,9 @@ def test_a_kernel_may_call_only_jit_functions():
 def test_a_cast_outside_kernels_says_where_to_cast():
     (text,) = findings(relu_answer("out2 = x.to(torch.float16)"))
     assert "cast inside the kernel" in text
+
+
+def test_break_in_a_kernel_is_outside_but_a_device_move_is_inside():
+    kernel = RELU_KERNEL.replace("    m = offs < n", "    for i in range(4):\n        break\n    m = offs < n")
+    assert any("'break' inside a kernel" in f for f in findings(relu_answer().replace(RELU_KERNEL, kernel)))
+    assert findings(relu_answer("x = x.to(x.device)\ny = x.to(device='cuda', non_blocking=True)")) == []
