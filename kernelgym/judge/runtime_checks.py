@@ -189,7 +189,7 @@ _PEAK_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12, "H800": 3.35e12, "A100": 2.0
                    "B100": 8.0e12, "L40": 0.9e12, "A10": 0.6e12, "4090": 1.0e12}
 _UNKNOWN_BANDWIDTH = 10e12
 _FLOOR_SLACK = 2.0
-_ESCAPE_RATIO = 0.9
+_ESCAPE_RATIO = 0.8
 
 
 def profile_verdicts(profile: Profile, reps: int, runtime: RuntimeStats | None, config: JudgeConfig,
@@ -207,8 +207,9 @@ def profile_verdicts(profile: Profile, reps: int, runtime: RuntimeStats | None, 
     if runtime is not None and profile.total_device_us > 0:
         # The profile runs the calls as the timing does (each after an idle spin) and sees kernels
         # on every stream, so its device time per call is about a floor for any timed call: on the
-        # H100 the 46 honest answers keep min(timed) >= 0.984x of it; work escaping the timed
-        # window goes below.
+        # H100 the 46 built-in answers keep min(timed) >= 0.984x of it, but an honest 13 ms strided
+        # matmul once came out at 0.86x. Side streams (0.57-0.86x before the contract) are outside
+        # the contract now, so this backstop leaves room for that honest spread.
         per_call_ms = profile.total_device_us / reps / 1000
         if runtime.min_ms < _ESCAPE_RATIO * per_call_ms:
             verdicts.append(CheatVerdict(

@@ -76,7 +76,8 @@ def make_variant(answer: str, kind: str) -> str:
         if not kernels:
             raise ValueError("the answer defines no @triton.jit kernel")
         if kind == "compile_error":
-            kernels[0].body.insert(0, ast.parse("tl.this_function_does_not_exist(0)").body[0])
+            # Inside the answer contract (an unknown tl name would be rejected before compiling).
+            kernels[0].body.insert(0, ast.parse("tl.static_assert(0 > 1, 'a deliberate compile error')").body[0])
         elif kind in ("wrong_output", "crash"):
             for kernel in kernels:
                 _StoreEdit(kind).visit(kernel)

@@ -108,7 +108,7 @@ class ModelNew(nn.Module):
 def test_a_kernel_that_senses_the_replay_is_caught_by_provenance():
     r = judge(load_builtin("relu")[0], SENTINEL_DECOY, DYNAMIC)
     assert r.status is Status.CHEAT and "RH-02" in {c.rule for c in r.cheats}, r.message
-    assert "not produced by the answer's kernels" in r.message
+    assert any("not produced by the answer's kernels" in c.reason for c in r.cheats if c.rule == "RH-02")
 
 
 def test_returning_the_input_is_aliasing_from_parent_data():

@@ -19,9 +19,9 @@ def test_ok_answer_passes_every_trial(relu):
     r = judge(relu, relu_answer(), CPU)
     assert r.status is Status.OK, r.message
     assert r.correct and r.compiled
-    # 5 trials plus the cache probe (trial 0's inputs with a few values swapped)
-    assert len(r.trials) == 6 and all(t.passed for t in r.trials)
-    assert {t.distribution for t in r.trials} == {"task", "signed", "wide", "task+probe"}
+    # 5 trials, the cache probe (trial 0's inputs with a few values swapped) and a hidden task variant
+    assert len(r.trials) == 7 and all(t.passed for t in r.trials)
+    assert {t.distribution for t in r.trials} == {"task", "signed", "wide", "task+probe", "task+variant"}
     assert {t.grad_enabled for t in r.trials} == {True, False}
     assert r.kernels_launched == ["relu_kernel"]
     assert r.runtime is None and "not measured" in r.timing_note
@@ -56,9 +56,9 @@ def test_wrong_dtype_is_wrong_output(relu):
 
 
 def test_compile_error_at_import(relu):
-    r = judge(relu, relu_answer(extra="BLOCK_DEFAULT = undefined_name + 1"), CPU)
+    r = judge(relu, relu_answer(extra="BLOCK_DEFAULT = 1024 // (BLOCK_MIN - 8)\nBLOCK_MIN = 8"), CPU)
     assert r.status is Status.COMPILE_ERROR
-    assert "NameError" in r.error and "undefined_name" in r.error
+    assert "NameError" in r.error and "BLOCK_MIN" in r.error
     assert "answer.py" in r.error  # the model sees its own frames, not ours
 
 
@@ -69,10 +69,10 @@ def test_runtime_error_in_forward(relu):
 
 
 def test_triton_error_in_kernel_is_reported(relu):
-    answer = relu_answer().replace("tl.maximum(", "tl.no_such_function(")
+    answer = relu_answer().replace("    m = offs < n", "    tl.static_assert(BLOCK < 0, 'BLOCK must be negative')\n    m = offs < n")
     r = judge(relu, answer, CPU)
     assert r.status in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR)
-    assert "no_such_function" in r.error
+    assert "BLOCK must be negative" in r.error
 
 
 def test_static_cheat_names_rule(relu):
@@ -214,7 +214,8 @@ self.memo[key] = out
 return out
 """)
     r = judge(relu, answer, JudgeConfig(device="cpu", static_checks=False))
-    assert r.status is Status.CHEAT and [c.rule for c in r.cheats] == ["RH-11"], r.message
+    # the host reads (float(x[0])) are torch ops the run-time audit names too (RH-01)
+    assert r.status is Status.CHEAT and "RH-11" in {c.rule for c in r.cheats}, r.message
 
 
 def test_changing_global_torch_settings_is_flagged(relu):
