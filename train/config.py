@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kernelgym.env.environment import STOP_RULES, EnvConfig
+from kernelgym.env.environment import STOP_RULES, TURN_REWARDS, EnvConfig
 from kernelgym.judge.config import JudgeConfig
 from rewards.config import RewardConfig
 from rewards.functions import REWARDS
@@ -40,6 +40,9 @@ class KernelGymArguments:
     max_turns: int = field(default=3, metadata={"help": "answers per episode"})
     stop_on: str = field(default="never", metadata={"help": "end an episode early: never, correct or speedup"})
     feedback_chars: int = field(default=4000, metadata={"help": "length budget of one feedback turn's text"})
+    turn_reward: str = field(default="absolute", metadata={
+        "help": "improvement (a turn earns what it adds over the best earlier turn; resubmitting earns nothing) "
+                "or absolute (every turn earns its answer's full reward, Dr. Kernel)"})
     max_turn_tokens: int = field(default=1024, metadata={"help": "tokens one answer may take; the total after "
                                                          "the prompt is GRPOConfig.max_completion_length"})
     end_of_turn_token: str | None = field(default=None, metadata={"help": "token that ends an assistant turn in "
@@ -64,6 +67,8 @@ class KernelGymArguments:
             raise ValueError(f"reward must be one of {', '.join(sorted(REWARDS))}, not {self.reward!r}")
         if self.advantage not in ADVANTAGE_MODES:
             raise ValueError(f"advantage must be one of {ADVANTAGE_MODES}, not {self.advantage!r}")
+        if self.turn_reward not in TURN_REWARDS:
+            raise ValueError(f"turn_reward must be one of {TURN_REWARDS}, not {self.turn_reward!r}")
         if self.stop_on not in STOP_RULES:
             raise ValueError(f"stop_on must be one of {STOP_RULES}, not {self.stop_on!r}")
         if self.max_turns < 1 or self.max_turn_tokens < 1 or self.judge_workers < 1:
@@ -92,7 +97,8 @@ class KernelGymArguments:
         return RewardConfig(name=self.reward)
 
     def env_config(self) -> EnvConfig:
-        return EnvConfig(max_turns=self.max_turns, stop_on=self.stop_on, feedback_chars=self.feedback_chars)
+        return EnvConfig(max_turns=self.max_turns, stop_on=self.stop_on, feedback_chars=self.feedback_chars,
+                         turn_reward=self.turn_reward)
 
 
 def parse_args(argv: Sequence[str] | None = None):

@@ -23,6 +23,8 @@ from rewards.functions import get_reward, is_pass, speedup
 
 JudgeFn = Callable[[Task, str, JudgeConfig], EvalResult]
 STOP_RULES = ("never", "correct", "speedup")
+# How a turn's reward relates to the judged answer's reward (docs/ENVIRONMENT.md, "Turn rewards").
+TURN_REWARDS = ("improvement", "absolute")
 
 
 class EnvError(RuntimeError):
@@ -37,6 +39,10 @@ class EnvConfig:
     stop_on: str = field(default="never", metadata={"help": "end early: never, correct, or speedup (>= target)"})
     target_speedup: float = field(default=1.0, metadata={"help": "speedup that ends the episode with stop_on=speedup"})
     feedback_chars: int = field(default=4000, metadata={"help": "length budget of the rendered feedback"})
+    turn_reward: str = field(default="absolute", metadata={
+        "help": "improvement: a turn earns what its answer adds over the best earlier turn (an episode returns "
+                "its best answer's reward plus every penalty; resubmitting earns nothing); absolute: every turn "
+                "earns its answer's full reward (Dr. Kernel's multi-turn reward)"})
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -45,6 +51,8 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.stop_on must be one of {STOP_RULES}, not {self.stop_on!r}")
         if self.target_speedup <= 0:
             raise ValueError("EnvConfig.target_speedup must be positive")
+        if self.turn_reward not in TURN_REWARDS:
+            raise ValueError(f"EnvConfig.turn_reward must be one of {TURN_REWARDS}, not {self.turn_reward!r}")
 
 
 @dataclass
@@ -66,6 +74,7 @@ class EpisodeState:
     done: bool = True
     rewards: list[float] = field(default_factory=list)
     results: list[EvalResult] = field(default_factory=list)
+    answer_rewards: list[float] = field(default_factory=list)  # each answer's own reward, before turn_reward
 
     def returns_to_go(self, gamma: float = 1.0) -> list[float]:
         """G_t = r_t + gamma * G_{t+1} for every turn taken (what TRLOO's advantages start from)."""
@@ -114,9 +123,11 @@ class KernelEnv:
         if self._state.done:
             raise EnvError(f"the episode on {self._state.task_id!r} is over ({self._state.turn} turns); call reset()")
         result = self._judge(self._task, answer, self.judge_config)
-        reward = float(self._reward(result, self.reward_config))
         state = self._state
+        answer_reward = float(self._reward(result, self.reward_config))
+        reward = turn_reward(answer_reward, state.answer_rewards, self.env_config.turn_reward)
         state.turn += 1
+        state.answer_rewards.append(answer_reward)
         state.rewards.append(reward)
         state.results.append(result)
         state.done = state.turn >= self.env_config.max_turns or self._success(result)
@@ -135,6 +146,19 @@ class KernelEnv:
             return True
         s = speedup(result, self.reward_config)
         return s is not None and s >= self.env_config.target_speedup
+
+
+def turn_reward(answer_reward: float, earlier: list[float], mode: str) -> float:
+    """A turn's reward from its answer's reward and the earlier answers' rewards.
+
+    improvement: r_t - max(0, best earlier r) when r_t is positive, clipped at 0, so a policy is paid
+    once for its best answer and never for repeating it; a negative r_t (a cheat or failure penalty)
+    counts in full every time. The episode's return is then max(0, best r) plus its penalties.
+    absolute: r_t (Dr. Kernel), where resubmitting a correct answer pays again."""
+    if mode == "absolute" or answer_reward < 0:
+        return answer_reward
+    best = max([0.0, *earlier])
+    return max(0.0, answer_reward - best)
 
 
 def _resolve(task: Task | str) -> Task:

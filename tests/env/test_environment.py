@@ -63,3 +63,41 @@ def test_speedup_stop_uses_the_configured_baseline():
     env.reset("relu")
     obs = env.step("anything")
     assert obs.done and obs.reward == pytest.approx(0.5 + 0.75 + 0.5)
+
+
+def _fixed_judge(*results):
+    from kernelgym.judge.result import EvalResult, Status
+
+    made = [EvalResult(status=s, task_id="relu", compiled=s is Status.OK, correct=s is Status.OK) for s in results]
+    return lambda task, answer, config: made.pop(0)
+
+
+def test_resubmitting_the_same_correct_answer_earns_nothing_more():
+    from kernelgym.judge.result import Status
+
+    env = KernelEnv(judge_config=CPU, env_config=EnvConfig(max_turns=3, turn_reward="improvement"),
+                    judge_fn=_fixed_judge(Status.OK, Status.OK, Status.OK))
+    env.reset("relu")
+    rewards = [env.step(GOOD).reward for _ in range(3)]
+    assert rewards == [pytest.approx(0.5), 0.0, 0.0]
+    assert env.state.answer_rewards == [pytest.approx(0.5)] * 3
+
+
+def test_improvement_pays_the_gain_and_penalties_always_count():
+    from kernelgym.env.environment import turn_reward
+
+    assert turn_reward(1.2, [0.5], "improvement") == pytest.approx(0.7)  # return = best answer's reward
+    assert turn_reward(0.3, [0.5], "improvement") == 0.0  # a worse answer after a better one
+    assert turn_reward(-1.0, [0.5], "improvement") == -1.0  # a cheat costs whenever it happens
+    assert turn_reward(0.5, [-1.0], "improvement") == pytest.approx(0.5)  # penalties are no baseline
+
+
+def test_absolute_turn_reward_is_dr_kernels():
+    from kernelgym.judge.result import Status
+
+    env = KernelEnv(judge_config=CPU, env_config=EnvConfig(max_turns=2, turn_reward="absolute"),
+                    judge_fn=_fixed_judge(Status.OK, Status.OK))
+    env.reset("relu")
+    assert [env.step(GOOD).reward for _ in range(2)] == [pytest.approx(0.5), pytest.approx(0.5)]
+    with pytest.raises(ValueError, match="turn_reward"):
+        EnvConfig(turn_reward="sum")
