@@ -86,6 +86,8 @@ class Candidate:
     params: float
     footprint_bytes: float  # inputs + parameters + the largest op's tensors
     est_ms: float  # the H100 roofline estimate of the eager time
+    steps: list[Step] = field(default_factory=list, repr=False)  # what each op added (the cold-start emitter reads them)
+    start: Shape = ()  # the shape of the first input `x`
 
     @property
     def task_id(self) -> str:
@@ -246,7 +248,7 @@ def _candidate(seed: int, index: int, dtype: str, start: Shape, constants: dict[
         flops=float(sum(s.flops for s in steps)), bytes_eager=float(sum(s.bytes for s in steps)),
         bytes_min=float(input_bytes + params * itemsize + numel(out) * itemsize), params=float(params),
         footprint_bytes=float(input_bytes + params * itemsize + max((s.bytes for s in steps), default=0)),
-        est_ms=est_ms)
+        est_ms=est_ms, steps=list(steps), start=start)
 
 
 def _render(seed: int, index: int, dtype: str, constants: dict[str, tuple[int, int]], steps: list[Step],

@@ -76,6 +76,9 @@ class Step:
     constants: dict[str, tuple[int, int]] = field(default_factory=dict)
     inputs: list[InputSpec] = field(default_factory=list)
     params: float = 0.0  # parameter elements
+    # What a writer of the op needs beyond the lines: the literals drawn, a layer's structural
+    # arguments (kernel size, groups, bias). The cold-start emitter reads these, not the source text.
+    args: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -163,7 +166,8 @@ def _pointwise_op(name: str, category: str, template: str, flops: float, choices
     def apply(ctx: Ctx) -> Step:
         literals = {key: ctx.rng.choice(values) for key, values in choices.items()}
         n = numel(ctx.shape)
-        return Step(name, [f"x = {template.format(**literals)}"], ctx.shape, flops * n, 2 * n * ctx.itemsize)
+        return Step(name, [f"x = {template.format(**literals)}"], ctx.shape, flops * n, 2 * n * ctx.itemsize,
+                    args=literals)
 
     return Op(name, category, (2, 3, 4), apply)
 
@@ -196,7 +200,7 @@ def _linear(ctx: Ctx) -> Step:
     return Step("linear", [f"x = self.linear{ctx.k}(x)"], out, 2.0 * rows * d_in.full * d_out.full,
                 (rows * d_in.full + d_in.full * d_out.full + rows * d_out.full) * ctx.itemsize,
                 init=[f"self.linear{ctx.k} = nn.Linear({d_in.expr}, {d_out.expr}, bias={bias})"],
-                constants={d_out.expr: (d_out.full, d_out.small)}, params=d_in.full * d_out.full)
+                constants={d_out.expr: (d_out.full, d_out.small)}, params=d_in.full * d_out.full, args={"bias": bias})
 
 
 def _matmul_input(ctx: Ctx) -> Step:
@@ -230,7 +234,8 @@ def _conv2d(ctx: Ctx) -> Step:
     return Step("conv2d", [f"x = self.conv{ctx.k}(x)"], out, 2.0 * macs,
                 (numel(ctx.shape) + numel(out) + c.full * c_out.full * k * k) * ctx.itemsize,
                 init=[f"self.conv{ctx.k} = nn.Conv2d({c.expr}, {c_out.expr}, {k}, padding={k // 2})"],
-                constants={c_out.expr: (c_out.full, c_out.small)}, params=c.full * c_out.full * k * k)
+                constants={c_out.expr: (c_out.full, c_out.small)}, params=c.full * c_out.full * k * k,
+                args={"kernel_size": k})
 
 
 def _depthwise_conv2d(ctx: Ctx) -> Step:
@@ -240,7 +245,7 @@ def _depthwise_conv2d(ctx: Ctx) -> Step:
     return Step("depthwise_conv2d", [f"x = self.dwconv{ctx.k}(x)"], ctx.shape, 2.0 * n * k * k,
                 (2 * n + c.full * k * k) * ctx.itemsize,
                 init=[f"self.dwconv{ctx.k} = nn.Conv2d({c.expr}, {c.expr}, {k}, padding={k // 2}, groups={c.expr})"],
-                params=c.full * k * k)
+                params=c.full * k * k, args={"kernel_size": k})
 
 
 def _conv_transpose2d(ctx: Ctx) -> Step:
@@ -261,7 +266,8 @@ def _conv1d(ctx: Ctx) -> Step:
     return Step("conv1d", [f"x = self.conv{ctx.k}(x)"], out, 2.0 * numel(out) * c.full * k,
                 (numel(ctx.shape) + numel(out) + c.full * c_out.full * k) * ctx.itemsize,
                 init=[f"self.conv{ctx.k} = nn.Conv1d({c.expr}, {c_out.expr}, {k}, padding={k // 2})"],
-                constants={c_out.expr: (c_out.full, c_out.small)}, params=c.full * c_out.full * k)
+                constants={c_out.expr: (c_out.full, c_out.small)}, params=c.full * c_out.full * k,
+                args={"kernel_size": k})
 
 
 def _pool(name: str, call: str, rank: int) -> Op:
@@ -291,26 +297,29 @@ def _reduce(name: str, template: str, flops: float) -> Op:
 
 
 def _norm_module(name: str, ranks: tuple[int, ...], make: Callable[[Ctx], tuple[str, float] | None]) -> Op:
-    """A norm layer held in `self.norm{k}`; `make` gives its constructor and parameter count."""
+    """A norm layer held in `self.norm{k}`; `make` gives its constructor and parameter count
+    (and, for group norm, its group count as a third item)."""
 
     def apply(ctx: Ctx) -> Step | None:
         made = make(ctx)
         if made is None:
             return None
-        ctor, params = made
+        ctor, params = made[:2]
         n = numel(ctx.shape)
         return Step(name, [f"x = self.norm{ctx.k}(x)"], ctx.shape, 8.0 * n, 2 * n * ctx.itemsize,
-                    init=[f"self.norm{ctx.k} = {ctor}"], params=params)
+                    init=[f"self.norm{ctx.k} = {ctor}"], params=params,
+                    args={"groups": made[2]} if len(made) > 2 else {})
 
     return Op(name, "norm", ranks, apply)
 
 
-def _group_norm(ctx: Ctx) -> tuple[str, float] | None:
+def _group_norm(ctx: Ctx) -> tuple[str, float, int] | None:
     c = ctx.shape[1]
     groups = [g for g in (2, 3, 4, 8) if c.full % g == 0 and c.small % g == 0 and g < c.small]
     if not groups:
         return None
-    return f"nn.GroupNorm({ctx.rng.choice(groups)}, {c.expr})", 2 * c.full
+    g = ctx.rng.choice(groups)
+    return f"nn.GroupNorm({g}, {c.expr})", 2 * c.full, g
 
 
 def _glu(ctx: Ctx) -> Step | None:
