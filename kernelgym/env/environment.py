@@ -33,13 +33,14 @@ class EnvError(RuntimeError):
 
 @dataclass
 class EnvConfig:
-    """How an episode runs. Defaults follow Dr. Kernel's multi-turn setting."""
+    """How an episode runs. Defaults follow Dr. Kernel's multi-turn setting, except `turn_reward`:
+    Dr. Kernel pays every turn its answer's full reward (`absolute`), which pays for resubmitting."""
 
     max_turns: int = field(default=3, metadata={"help": "answers per episode"})
     stop_on: str = field(default="never", metadata={"help": "end early: never, correct, or speedup (>= target)"})
     target_speedup: float = field(default=1.0, metadata={"help": "speedup that ends the episode with stop_on=speedup"})
     feedback_chars: int = field(default=4000, metadata={"help": "length budget of the rendered feedback"})
-    turn_reward: str = field(default="absolute", metadata={
+    turn_reward: str = field(default="improvement", metadata={
         "help": "improvement: a turn earns what its answer adds over the best earlier turn (an episode returns "
                 "its best answer's reward plus every penalty; resubmitting earns nothing); absolute: every turn "
                 "earns its answer's full reward (Dr. Kernel's multi-turn reward)"})
@@ -62,7 +63,10 @@ class KernelObservation:
     messages: list[dict[str, str]]
     done: bool = False
     reward: float | None = None  # None after reset
-    metadata: dict[str, Any] = field(default_factory=dict)  # "result": the EvalResult as a dict, "turn"
+    # after reset: "task_id", "turn"; after a step: "result" (the EvalResult as a dict), "feedback", "turn",
+    # "answer_reward" (the answer's own reward; `reward` is what the turn earns, EnvConfig.turn_reward),
+    # "returns_to_go" (once done)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -136,7 +140,7 @@ class KernelEnv:
             messages=[] if state.done else feedback_messages(feedback, self.templates),
             done=state.done, reward=reward,
             metadata={"result": result.to_dict(), "feedback": feedback, "turn": state.turn,
-                      "returns_to_go": state.returns_to_go() if state.done else None})
+                      "answer_reward": answer_reward, "returns_to_go": state.returns_to_go() if state.done else None})
 
     def _success(self, result: EvalResult) -> bool:
         rule = self.env_config.stop_on

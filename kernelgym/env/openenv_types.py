@@ -47,12 +47,15 @@ class KernelGymState(State):
     task_id: str = Field(default="", description="task of the current episode")
     done: bool = Field(default=True, description="no step is allowed until the next reset")
     rewards: list[float] = Field(default_factory=list, description="reward of each turn so far")
+    answer_rewards: list[float] = Field(default_factory=list, description="each answer's own reward (a turn's "
+                                        "reward is what it adds, EnvConfig.turn_reward)")
     returns_to_go: list[float] = Field(default_factory=list, description="G_t of each turn (gamma = 1)")
 
     @classmethod
     def from_env(cls, state: EpisodeState, episode_id: str | None) -> "KernelGymState":
         return cls(episode_id=episode_id, step_count=state.turn, task_id=state.task_id, done=state.done,
-                   rewards=list(state.rewards), returns_to_go=state.returns_to_go())
+                   rewards=list(state.rewards), answer_rewards=list(state.answer_rewards),
+                   returns_to_go=state.returns_to_go())
 
 
 def observation_from_wire(payload: dict[str, Any]) -> KernelGymObservation:

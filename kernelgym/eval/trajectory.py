@@ -28,7 +28,7 @@ class Turn:
     answer: str
     result: EvalResult
     feedback: list[Message]
-    reward: float
+    reward: float  # the answer's own reward (KernelEnv's `answer_reward`), not the turn's gain over earlier turns
 
 
 class Trajectory:
@@ -54,7 +54,7 @@ class Trajectory:
             obs = self._env.step(answer)
         finally:
             self._verdict = None
-        self.turns.append(Turn(answer, result, obs.messages, float(obs.reward or 0.0)))
+        self.turns.append(Turn(answer, result, obs.messages, float(obs.metadata["answer_reward"])))
         self.done = obs.done
 
     def conversation(self, context_turns: int | None = None) -> Conversation:

@@ -52,7 +52,7 @@ class SFTFilter:
 
 
 def sft_rows(trajectories: Iterable[Trajectory], sft_filter: SFTFilter) -> list[dict[str, Any]]:
-    """One row per trajectory that has a qualifying turn: its best one (highest reward, then earliest)."""
+    """One row per trajectory that has a qualifying turn: its best one (highest answer reward, then earliest)."""
     rows = []
     for t in trajectories:
         best = _best_turn(t, sft_filter)
@@ -63,8 +63,10 @@ def sft_rows(trajectories: Iterable[Trajectory], sft_filter: SFTFilter) -> list[
 
 def best_of_n_rows(trajectories: Iterable[Trajectory], n: int = 1, min_reward: float | None = None,
                    sft_filter: SFTFilter | None = None) -> list[dict[str, Any]]:
-    """Rejection sampling: per group (same prompt), the `n` trajectories whose best turn earned the
-    most, keeping only turns with reward >= `min_reward` and, when given, accepted by `sft_filter`."""
+    """Rejection sampling: per group (same prompt), the `n` trajectories whose best answer has the highest
+    reward of its own, keeping only answers with reward >= `min_reward` and, when given, accepted by
+    `sft_filter`. Answers rank by their own reward, never by the turn's (which under
+    `turn_reward="improvement"` is only the gain over earlier turns)."""
     if n < 1:
         raise ValueError(f"best-of-n needs n >= 1, not {n}")
     reward_config = sft_filter.reward_config if sft_filter else RewardConfig()
@@ -73,7 +75,7 @@ def best_of_n_rows(trajectories: Iterable[Trajectory], n: int = 1, min_reward: f
         best = _best_turn(t, sft_filter)
         if best is None:
             continue
-        reward = t.turns[best].reward
+        reward = t.turns[best].answer_reward
         if min_reward is None or reward >= min_reward:
             groups[t.group_id].append((reward, order, t, best))
     rows = []
@@ -89,16 +91,16 @@ def chat_row(trajectory: Trajectory, turn: int, reward_config: RewardConfig | No
     return {"prompt": trajectory.prompt_before(turn),
             "completion": [{"role": "assistant", "content": trajectory.answer(turn)}],
             "trajectory_id": trajectory.trajectory_id, "task_id": trajectory.task_id,
-            "group_id": trajectory.group_id, "turn": turn, "reward": summary["reward"],
+            "group_id": trajectory.group_id, "turn": turn, "reward": summary["answer_reward"],
             "speedup": summary["speedup"], "triton_share": summary["triton_share"], "status": summary["status"]}
 
 
 def _best_turn(t: Trajectory, sft_filter: SFTFilter | None) -> int | None:
-    """Index of the highest-reward turn (earliest on ties) that the filter accepts, or None."""
+    """Index of the turn whose answer earned the most (earliest on ties) that the filter accepts, or None."""
     best = None
     for k, turn in enumerate(t.turns):
         if sft_filter is not None and not sft_filter.accepts(turn.summary(sft_filter.reward_config)):
             continue
-        if best is None or turn.reward > t.turns[best].reward:
+        if best is None or turn.answer_reward > t.turns[best].answer_reward:
             best = k
     return best

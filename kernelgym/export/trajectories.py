@@ -8,7 +8,9 @@ Two sources make them:
     (the trainer, an evaluation script) through `EpisodeRecorder`, multi-turn as they happened.
 
 A trajectory's `messages` is the conversation; its k-th assistant message is the answer of
-turn k, and `turns[k]` holds that answer's result and reward. Rows round-trip through parquet.
+turn k, and `turns[k]` holds that answer's result, the reward the turn earned (what returns-to-go
+sum; with `EnvConfig.turn_reward="improvement"` a repeated answer earns 0) and the answer's own
+reward (what ranks answers: best turn, SFT and best-of-n). Rows round-trip through parquet.
 """
 
 from __future__ import annotations
@@ -33,17 +35,24 @@ TRAJECTORY_COLUMNS: dict[str, Any] = {
     "trajectory_id": "string", "task_id": "string", "group_id": "string", "origin": "string",
     "messages": "messages", "num_turns": "int64",
     "turns": [{"status": "string", "passed": "bool", "cheat": "bool", "speedup": "float64",
-               "triton_share": "float64", "reward": "float64", "return_to_go": "float64", "result": "string"}],
+               "triton_share": "float64", "reward": "float64", "answer_reward": "float64", "return_to_go": "float64",
+               "result": "string"}],
     "final_reward": "float64", "best_reward": "float64", "best_turn": "int64", "passed": "bool", "meta": "string",
 }
 
 
 @dataclass
 class Turn:
-    """One answer's outcome: the judge's result (as its dict) and the reward it earned."""
+    """One answer's outcome: the judge's result (as its dict), the reward the turn earned, and the
+    answer's own reward (None: the same as `reward`, as in one-turn trajectories and older logs)."""
 
     result: dict[str, Any]
     reward: float
+    answer_reward: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.answer_reward is None:
+            self.answer_reward = self.reward
 
     @property
     def eval_result(self) -> EvalResult:
@@ -54,7 +63,8 @@ class Turn:
         r = self.eval_result
         return {"status": r.status.value, "passed": is_pass(r), "cheat": is_cheat(r),
                 "speedup": speedup(r, reward_config or RewardConfig()),
-                "triton_share": r.profile.triton_share if r.profile is not None else None, "reward": self.reward}
+                "triton_share": r.profile.triton_share if r.profile is not None else None, "reward": self.reward,
+                "answer_reward": self.answer_reward}
 
 
 @dataclass
@@ -102,17 +112,19 @@ class Trajectory:
         rtg = self.returns_to_go()
         turns = [{**t.summary(reward_config), "return_to_go": g, "result": json.dumps(t.result)}
                  for t, g in zip(self.turns, rtg, strict=True)]
-        rewards = [t.reward for t in self.turns]
-        best = max(range(len(rewards)), key=lambda k: (rewards[k], -k)) if rewards else -1
+        answers = [t.answer_reward for t in self.turns]
+        best = max(range(len(answers)), key=lambda k: (answers[k], -k)) if answers else -1
         return {"trajectory_id": self.trajectory_id, "task_id": self.task_id, "group_id": self.group_id,
                 "origin": self.origin, "messages": [dict(m) for m in self.messages], "num_turns": len(self.turns),
-                "turns": turns, "final_reward": rewards[-1] if rewards else None,
-                "best_reward": rewards[best] if rewards else None, "best_turn": best,
+                "turns": turns, "final_reward": answers[-1] if answers else None,
+                "best_reward": answers[best] if answers else None, "best_turn": best,
                 "passed": any(t["passed"] for t in turns), "meta": json.dumps(self.meta, sort_keys=True)}
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Trajectory":
-        turns = [Turn(result=json.loads(t["result"]), reward=float(t["reward"])) for t in row["turns"]]
+        turns = [Turn(result=json.loads(t["result"]), reward=float(t["reward"]),
+                      answer_reward=None if t.get("answer_reward") is None else float(t["answer_reward"]))
+                 for t in row["turns"]]
         return cls(trajectory_id=row["trajectory_id"], task_id=row["task_id"],
                    messages=[{"role": m["role"], "content": m["content"]} for m in row["messages"]], turns=turns,
                    group_id=row.get("group_id") or "", origin=row.get("origin") or "",
@@ -141,7 +153,9 @@ class EpisodeRecorder:
         if not self._messages:
             raise ValueError("EpisodeRecorder.on_step before on_reset")
         self._messages.append({"role": "assistant", "content": answer})
-        self._turns.append(Turn(result=observation.metadata["result"], reward=float(observation.reward or 0.0)))
+        answer_reward = observation.metadata.get("answer_reward")
+        self._turns.append(Turn(result=observation.metadata["result"], reward=float(observation.reward or 0.0),
+                                answer_reward=None if answer_reward is None else float(answer_reward)))
         self._messages.extend(dict(m) for m in observation.messages)
 
     def trajectory(self) -> Trajectory:

@@ -63,7 +63,7 @@ def test_trl_tool_env_meets_grpo_trainers_environment_contract():
     assert "episode is over" in env.submit("good")
     with pytest.raises(RuntimeError, match="is over"):
         env.submit("good")  # TRL turns a tool's exception into an error message for the model
-    assert env.get_reward() == pytest.approx(1.0)
+    assert env.get_reward() == pytest.approx(0.5)  # the repeated correct answer earned nothing more
     env.reset(**rows[0])
     assert env.get_reward() == 0.0  # a pooled instance starts clean
     with pytest.raises(ValueError, match="no 'task' column"):

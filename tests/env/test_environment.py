@@ -72,15 +72,19 @@ def _fixed_judge(*results):
     return lambda task, answer, config: made.pop(0)
 
 
-def test_resubmitting_the_same_correct_answer_earns_nothing_more():
+def test_repeating_a_correct_answer_earns_no_more_than_submitting_it_once():
     from kernelgym.judge.result import Status
 
-    env = KernelEnv(judge_config=CPU, env_config=EnvConfig(max_turns=3, turn_reward="improvement"),
+    once = KernelEnv(judge_config=CPU, env_config=EnvConfig(max_turns=1), judge_fn=_fixed_judge(Status.OK))
+    once.reset("relu")
+    once.step(GOOD)
+    env = KernelEnv(judge_config=CPU, env_config=EnvConfig(max_turns=3),  # the default turn_reward
                     judge_fn=_fixed_judge(Status.OK, Status.OK, Status.OK))
     env.reset("relu")
-    rewards = [env.step(GOOD).reward for _ in range(3)]
-    assert rewards == [pytest.approx(0.5), 0.0, 0.0]
-    assert env.state.answer_rewards == [pytest.approx(0.5)] * 3
+    steps = [env.step(GOOD) for _ in range(3)]
+    assert [s.reward for s in steps] == [pytest.approx(0.5), 0.0, 0.0]
+    assert env.state.returns_to_go()[0] == pytest.approx(once.state.returns_to_go()[0]) == pytest.approx(0.5)
+    assert [s.metadata["answer_reward"] for s in steps] == [pytest.approx(0.5)] * 3 == env.state.answer_rewards
 
 
 def test_improvement_pays_the_gain_and_penalties_always_count():

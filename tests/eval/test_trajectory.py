@@ -40,3 +40,13 @@ def test_stop_on_correct_ends_early():
     tr = Trajectory(task, 0, EnvConfig(max_turns=3, stop_on="correct"), load_templates())
     tr.record("x", attempt("relu").result)
     assert tr.done and len(tr.turns) == 1
+
+
+def test_turns_keep_each_answers_own_reward():
+    # the env pays a repeated correct answer nothing (turn_reward), but as an answer it is still correct
+    (task,) = load_builtin("relu")
+    tr = Trajectory(task, 0, EnvConfig(max_turns=2), load_templates())
+    tr.record("one", attempt("relu").result)
+    tr.record("two", attempt("relu").result)
+    assert tr.turns[0].reward == tr.turns[1].reward > 0
+

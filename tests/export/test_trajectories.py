@@ -85,8 +85,14 @@ def test_sft_filter_takes_the_best_qualifying_turn(episodes):
 
 
 def test_best_of_n_keeps_the_top_trajectories_per_group(episodes):
+    # e1's second answer (2.2) is the group's best, though as a turn it earned only its gain over 1.35
+    e0, e1 = episodes[0].turns[1], episodes[1].turns[1]
+    assert e1.answer_reward == pytest.approx(2.2) and e1.reward == pytest.approx(2.2 - 1.35)
+    assert e1.reward < e0.reward
+    assert episodes[1].to_row()["best_reward"] == pytest.approx(2.2) and episodes[1].to_row()["best_turn"] == 1
     rows = best_of_n_rows(episodes, n=1, sft_filter=SFTFilter())
     assert [(r["group_id"], r["trajectory_id"], r["turn"]) for r in rows] == [("g", "e1", 1), ("h", "e3", 0)]
+    assert rows[0]["reward"] == pytest.approx(2.2)
     two = best_of_n_rows(episodes, n=2, min_reward=1.0, sft_filter=SFTFilter())
     assert [r["trajectory_id"] for r in two] == ["e1", "e0"]  # e3's 0.5 is under min_reward
 
