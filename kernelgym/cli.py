@@ -153,6 +153,11 @@ def _build_parser() -> argparse.ArgumentParser:
     from kernelgym.export.cli import add_data_parser
 
     add_data_parser(sub)  # data export
+    from kernelgym.coldstart.cli import add_coldstart_parser
+
+    # `data` is built by the exporter's module; the cold-start corpus joins its subcommands
+    data = sub.choices["data"]
+    add_coldstart_parser(next(a for a in data._actions if isinstance(a, argparse._SubParsersAction)))  # data coldstart
     from kernelgym.eval.cli import add_eval_parser
 
     add_eval_parser(sub)  # eval

@@ -1,0 +1,43 @@
+"""`kernelgym data coldstart`: build the verified cold-start corpus (see `corpus.py`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
+    c = dsub.add_parser("coldstart", help="verified cold-start corpus: answers written by construction for "
+                                          "generated tasks, kept when the judge says ok, plus repair examples")
+    c.add_argument("--n", type=int, default=1000, help="verified single-turn answers wanted (default 1000)")
+    c.add_argument("--out", type=Path, required=True, help="output directory (a second run resumes it)")
+    c.add_argument("--device", default="cpu", help="cpu (interpreter, small size; default) or cuda (full size)")
+    c.add_argument("--seed", type=int, default=0, help="task generator seed (default 0)")
+    c.add_argument("--answers-per-task", type=int, default=1, help="answers in different styles per task")
+    c.add_argument("--repair-fraction", type=float, default=0.25, help="repair examples per verified answer")
+    c.add_argument("--heldout-fraction", type=float, default=0.1, help="share of op-chain signatures held out")
+    c.add_argument("--jobs", type=int, default=0, help="concurrent judge processes (0: one per core, at most 8)")
+    c.add_argument("--max-tasks", type=int, default=0, help="give up after this many generated tasks (0: 4 * n)")
+    c.add_argument("--trials", type=int, default=0, help="correctness trials per answer (0: the judge's default)")
+    c.set_defaults(func=_cmd_coldstart)
+
+
+def _cmd_coldstart(args: argparse.Namespace) -> int:
+    from kernelgym.coldstart.corpus import ColdstartConfig, build
+
+    if args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("--device cuda asked for, but torch sees no GPU (use --device cpu)")
+    config = ColdstartConfig(n=args.n, out=str(args.out), device=args.device, seed=args.seed,
+                             answers_per_task=args.answers_per_task, repair_fraction=args.repair_fraction,
+                             heldout_fraction=args.heldout_fraction, jobs=args.jobs, max_tasks=args.max_tasks,
+                             trials=args.trials)
+    stats = build(config)
+    keys = ("rows", "rows_by_kind", "rows_by_split", "tasks_attempted", "tasks_answered", "task_coverage",
+            "acceptance_rate", "op_coverage", "ops_never_answered", "seconds")
+    print(json.dumps({k: stats[k] for k in keys}, indent=2))
+    print(f"wrote {args.out}/ (dataset/, train.*, heldout.*, stats.json, judged.jsonl)")
+    return 0

@@ -1,0 +1,325 @@
+"""The cold-start corpus: generated tasks, answers written by construction, kept only when the judge says `ok`.
+
+    tasks (taskgen's composer, or a generated set)  ->  answers (`answer.write_answer`, a drawn style each)
+      ->  judge (interpreter at the small size on cpu; full size on cuda)  ->  single-turn rows
+      ->  corrupted copies of verified answers, judged again  ->  repair rows (broken answer, real feedback, fix)
+
+Every verdict is appended to `judged.jsonl` in the output directory as it arrives, so an
+interrupted run loses nothing and a second run with the same arguments judges only what is
+missing. The rows are chat messages exactly as the environment renders them (`env.prompts`,
+`env.feedback`), in TRL's prompt-completion format, so `train/sft.py` trains on them directly.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelgym.coldstart.answer import supported, write_answer
+from kernelgym.coldstart.program import Style, UnsupportedOp
+from kernelgym.coldstart.repair import corrupt
+from kernelgym.taskgen.compose import Candidate, compose, estimate_within
+from kernelgym.taskgen.fingerprint import code_hash
+from kernelgym.taskgen.ops import OPS
+from kernelgym.taskgen.splits import split_of
+
+SINGLE, REPAIR = "single", "repair"
+
+
+@dataclass
+class ColdstartConfig:
+    """One corpus build."""
+
+    n: int = field(default=1000, metadata={"help": "verified single-turn answers wanted"})
+    out: str = field(default="runs/coldstart", metadata={"help": "output directory"})
+    device: str = field(default="cpu", metadata={"help": "cpu (interpreter, small size) or cuda (full size)"})
+    seed: int = field(default=0, metadata={"help": "task generator seed (the same tasks as `tasks generate --seed`)"})
+    answers_per_task: int = field(default=1, metadata={"help": "answers in different styles per task"})
+    repair_fraction: float = field(default=0.25, metadata={"help": "repair examples per verified answer"})
+    heldout_fraction: float = field(default=0.1, metadata={"help": "share of op-chain signatures held out"})
+    jobs: int = field(default=0, metadata={"help": "concurrent judge processes (0: one per core, at most 8)"})
+    max_tasks: int = field(default=0, metadata={"help": "give up after this many generated tasks (0: 4 * n)"})
+    trials: int = field(default=0, metadata={"help": "correctness trials per answer (0: the judge's default)"})
+    chunk: int = field(default=64, metadata={"help": "answers judged per batch (progress is saved after each)"})
+
+    def __post_init__(self) -> None:
+        if self.n < 1 or self.answers_per_task < 1 or self.jobs < 0 or self.max_tasks < 0 or self.trials < 0:
+            raise ValueError("coldstart needs n >= 1, answers_per_task >= 1 and jobs, max_tasks, trials >= 0")
+        if not 0 <= self.repair_fraction <= 1:
+            raise ValueError(f"repair_fraction must be in [0, 1], not {self.repair_fraction}")
+        if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
+        if self.chunk < 1:
+            raise ValueError("chunk must be >= 1")
+        split_of("", self.heldout_fraction)  # validates the fraction
+
+
+@dataclass
+class Attempt:
+    """One answer sent to the judge, and what came back."""
+
+    key: str
+    task_id: str
+    kind: str
+    answer: str
+    style: dict[str, Any]
+    status: str = ""
+    feedback: str = ""  # the rendered feedback (repair attempts: what the model is shown)
+    corruption: str = ""
+    fixed: str = ""  # repair attempts: the verified answer the broken one came from
+    seconds: float = 0.0
+
+
+def judge_config(config: ColdstartConfig) -> Any:
+    """The judge's configuration for corpus answers. On cuda the answer is still timed and profiled
+    (RH-03 needs the profile) but briefly, and the torch.compile baseline is skipped."""
+    from kernelgym.judge import JudgeConfig
+
+    extra: dict[str, Any] = {"num_trials": config.trials} if config.trials else {}
+    if config.device == "cpu":
+        return JudgeConfig(device="cpu", **extra)
+    return JudgeConfig(device=config.device, timing_warmup=1, timing_reps=5, timing_input_sets=1,
+                       time_compile_baseline=False, **extra)
+
+
+def iter_tasks(config: ColdstartConfig) -> Iterator[tuple[Candidate, str]]:
+    """(candidate, "" or why it was skipped) for generator indices 0, 1, 2, ...: the chains the
+    task generator writes, with its duplicate and size filters."""
+    from kernelgym.taskgen.validate import ValidationConfig
+
+    v = ValidationConfig()
+    seen: set[str] = set()
+    for index in range(config.max_tasks or 4 * config.n):
+        candidate = compose(config.seed, index)
+        digest = code_hash(candidate.source)
+        if digest in seen:
+            yield candidate, "duplicate"
+            continue
+        seen.add(digest)
+        why = estimate_within(candidate, v.est_min_ms, v.est_max_ms, v.max_footprint_gb * 2**30)
+        yield candidate, "estimate" if why else ("" if supported(candidate) else "unsupported")
+
+
+def style_of(style: Style) -> dict[str, Any]:
+    """The drawn choices, for the row (what the corpus varies, countable in stats)."""
+    return {"fuse_pointwise": style.fuse_pointwise, "fuse_epilogue": style.fuse_epilogue, "autotune": style.autotune,
+            "helper_jit": style.helper_jit, "block": style.block, "warps": style.warps}
+
+
+def _answers(config: ColdstartConfig, candidate: Candidate) -> list[Attempt]:
+    out = []
+    for j in range(config.answers_per_task):
+        style = Style.draw(random.Random(f"coldstart:{config.seed}:{candidate.task_id}:{j}"))
+        try:
+            answer = write_answer(candidate, style)
+        except UnsupportedOp:
+            continue
+        out.append(Attempt(key=f"{candidate.task_id}:{SINGLE}:{j}", task_id=candidate.task_id, kind=SINGLE,
+                           answer=answer, style=style_of(style)))
+    return out
+
+
+class Log:
+    """`judged.jsonl`: every attempt with its verdict, appended as it arrives."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.done: dict[str, Attempt] = {}
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    try:
+                        a = Attempt(**json.loads(line))
+                    except (json.JSONDecodeError, TypeError):
+                        continue  # a line cut by a crash: judged again
+                    self.done[a.key] = a
+
+    def add(self, attempt: Attempt) -> None:
+        self.done[attempt.key] = attempt
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(asdict(attempt)) + "\n")
+
+
+def _judge(attempts: list[Attempt], tasks: dict[str, Any], config: ColdstartConfig, log: Log, jcfg: Any) -> None:
+    """Judge `attempts` (those the log lacks) and log each verdict as it arrives."""
+    from kernelgym.env.environment import EnvConfig
+    from kernelgym.env.feedback import render_feedback
+    from kernelgym.judge.batch import default_jobs, judge_many
+
+    todo = [a for a in attempts if a.key not in log.done]
+    if not todo:
+        return
+    feedback_chars = EnvConfig().feedback_chars
+    start = time.perf_counter()
+    results = judge_many([(tasks[a.task_id], a.answer) for a in todo], jcfg, jobs=config.jobs or default_jobs(),
+                         progress=False)
+    per = (time.perf_counter() - start) / len(todo)
+    for a, r in zip(todo, results, strict=True):
+        a.status = r.status.value
+        a.seconds = round(per, 3)
+        if a.kind == REPAIR:
+            a.feedback = render_feedback(r, feedback_chars)
+        log.add(a)
+
+
+def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
+    """Run the pipeline into `config.out`; returns the statistics (also written to stats.json)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = Log(out / "judged.jsonl")
+    jcfg = judge_config(config)
+    start = time.perf_counter()
+    tasks: dict[str, Any] = {}
+    candidates: dict[str, Candidate] = {}
+    skipped: Counter[str] = Counter()
+    accepted = 0
+    columns = (TextColumn("[bold]coldstart[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), disable=not progress) as bar:
+        job = bar.add_task("", total=config.n)
+        pending: list[Attempt] = []
+        stream = iter_tasks(config)
+        exhausted = False
+        while accepted < config.n and not exhausted:
+            while len(pending) < config.chunk:
+                try:
+                    candidate, why = next(stream)
+                except StopIteration:
+                    exhausted = True
+                    break
+                candidates[candidate.task_id] = candidate
+                if why:
+                    skipped[why] += 1
+                    continue
+                tasks[candidate.task_id] = candidate.task()
+                pending += _answers(config, candidate)
+            batch, pending = pending, []
+            _judge(batch, tasks, config, log, jcfg)
+            accepted = sum(1 for a in log.done.values() if a.kind == SINGLE and a.status == "ok"
+                           and a.task_id in tasks)
+            bar.update(job, completed=min(accepted, config.n),
+                       description=f"{len(tasks)} tasks, {sum(1 for a in log.done.values() if a.kind == SINGLE)} judged")
+        verified = [a for a in log.done.values() if a.kind == SINGLE and a.status == "ok" and a.task_id in tasks]
+        repairs = _repair_attempts(config, verified)
+        if repairs:
+            bar.update(job, description=f"judging {len(repairs)} repair examples")
+            for i in range(0, len(repairs), config.chunk):
+                _judge(repairs[i:i + config.chunk], tasks, config, log, jcfg)
+    rows = corpus_rows(config, log, tasks, candidates)
+    paths = write_corpus(rows, out)
+    stats = corpus_stats(config, log, tasks, candidates, skipped, rows, time.perf_counter() - start)
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    stats["files"] = [str(p) for p in paths]
+    return stats
+
+
+def _repair_attempts(config: ColdstartConfig, verified: list[Attempt]) -> list[Attempt]:
+    rng = random.Random(f"coldstart-repair:{config.seed}")
+    chosen = [a for a in verified if rng.random() < config.repair_fraction]
+    out = []
+    for a in chosen:
+        made = corrupt(a.answer, random.Random(f"coldstart-repair:{config.seed}:{a.key}"))
+        if made is None:
+            continue
+        name, broken = made
+        out.append(Attempt(key=f"{a.key}:{REPAIR}", task_id=a.task_id, kind=REPAIR, answer=broken, style=a.style,
+                           corruption=name, fixed=a.answer))
+    return out
+
+
+def _block(answer: str) -> str:
+    return f"```python\n{answer.strip()}\n```"
+
+
+def corpus_rows(config: ColdstartConfig, log: Log, tasks: dict[str, Any],
+                candidates: dict[str, Candidate]) -> list[dict[str, Any]]:
+    """The dataset rows: verified single-turn answers and repair examples whose broken answer failed."""
+    from kernelgym.env.prompts import feedback_messages, first_messages, load_templates
+
+    templates = load_templates()
+    rows = []
+    for a in sorted(log.done.values(), key=lambda a: a.key):
+        if a.task_id not in tasks:
+            continue
+        task, cand = tasks[a.task_id], candidates[a.task_id]
+        if a.kind == SINGLE and a.status == "ok":
+            prompt, answer = first_messages(task, templates), a.answer
+        elif a.kind == REPAIR and a.status not in ("ok", "") and a.fixed:
+            prompt = [*first_messages(task, templates), {"role": "assistant", "content": _block(a.answer)},
+                      *feedback_messages(a.feedback, templates)]
+            answer = a.fixed
+        else:
+            continue
+        rows.append({"task_id": a.task_id, "task_source": f"taskgen:{config.seed}:{cand.index}", "kind": a.kind,
+                     "split": split_of(cand.signature, config.heldout_fraction), "signature": cand.signature,
+                     "ops": list(cand.ops), "dtype": cand.dtype, "answer": answer, "prompt": prompt,
+                     "completion": [{"role": "assistant", "content": _block(answer)}],
+                     "corruption": a.corruption, "broken_status": a.status if a.kind == REPAIR else "",
+                     "style": json.dumps(a.style, sort_keys=True)})
+    return rows
+
+
+def write_corpus(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """`train.jsonl`/`heldout.jsonl` always (readable without `datasets`), and a `datasets`
+    dataset (`dataset/`, a DatasetDict by split) plus parquet files where `datasets` is installed."""
+    paths = []
+    by_split: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_split.setdefault(row["split"], []).append(row)
+    for split, rs in by_split.items():
+        path = out / f"{split}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rs), encoding="utf-8")
+        paths.append(path)
+    try:
+        from datasets import Dataset, DatasetDict
+    except ImportError:
+        return paths
+    dd = DatasetDict({split: Dataset.from_list(rs) for split, rs in by_split.items()})
+    dd.save_to_disk(str(out / "dataset"))
+    for split, ds in dd.items():
+        ds.to_parquet(str(out / f"{split}.parquet"))
+        paths.append(out / f"{split}.parquet")
+    return [*paths, out / "dataset"]
+
+
+def corpus_stats(config: ColdstartConfig, log: Log, tasks: dict[str, Any], candidates: dict[str, Candidate],
+                 skipped: Counter[str], rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    singles = [a for a in log.done.values() if a.kind == SINGLE and a.task_id in tasks]
+    ok_singles = [a for a in singles if a.status == "ok"]
+    repairs = [a for a in log.done.values() if a.kind == REPAIR and a.task_id in tasks]
+    answered = {a.task_id for a in ok_singles}
+    library = {op.name for op in OPS}
+    ops_answered = Counter(op for tid in answered for op in candidates[tid].ops)
+    ops_attempted = Counter(op for tid in tasks for op in candidates[tid].ops)
+    lengths = sorted(len(r["completion"][0]["content"]) for r in rows)
+    return {
+        "config": asdict(config),
+        "rows": len(rows), "rows_by_kind": dict(Counter(r["kind"] for r in rows)),
+        "rows_by_split": dict(Counter(r["split"] for r in rows)),
+        "tasks_generated": len(candidates), "tasks_skipped": dict(skipped), "tasks_attempted": len(tasks),
+        "tasks_answered": len(answered),
+        "task_coverage": round(len(answered) / max(1, len(candidates) - skipped.get("duplicate", 0)
+                                                   - skipped.get("estimate", 0)), 4),
+        "acceptance_rate": round(len(ok_singles) / max(1, len(singles)), 4),
+        "status_of_singles": dict(Counter(a.status for a in singles)),
+        "repair_broken_status": dict(Counter(a.status for a in repairs)),
+        "repair_corruptions": dict(Counter(a.corruption for a in repairs if a.status != "ok")),
+        "op_coverage": round(len(set(ops_answered)) / len(library), 4),
+        "ops_answered": dict(ops_answered.most_common()),
+        "ops_never_answered": sorted(library - set(ops_answered)),
+        "ops_attempted_not_answered": sorted(set(ops_attempted) - set(ops_answered)),
+        "dtype": dict(Counter(r["dtype"] for r in rows)),
+        "completion_chars": {"min": lengths[0], "median": lengths[len(lengths) // 2], "max": lengths[-1]}
+        if lengths else None,
+        "judge_seconds_per_answer": round(sum(a.seconds for a in log.done.values()) / max(1, len(log.done)), 3),
+        "seconds": round(seconds, 1),
+    }
