@@ -13,7 +13,7 @@ from typing import Any
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
-from kernelgym.env.environment import EpisodeState, KernelObservation
+from kernelgym.env.episode import EpisodeState, KernelObservation
 
 
 class KernelGymAction(Action):

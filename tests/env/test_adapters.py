@@ -153,3 +153,52 @@ def test_a_generic_openenv_client_plays_an_episode_with_a_raw_reply():
             assert first.observation["messages"][0]["role"] == "system"
             step = client.step({"answer": "Here is my good kernel."})
             assert step.reward == pytest.approx(0.5) and not step.done
+
+
+_CLIENT_WITHOUT_TORCH = '''
+import importlib.abc, json, sys
+
+class NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("torch", "triton"):
+            raise ImportError(f"{name} is blocked: a client-side adapter must not import it")
+        return None
+
+sys.meta_path.insert(0, NoTorch())
+from kernelgym.env.adapters import skyrl, trl, verifiers, verl
+from kernelgym.env.adapters.client import RemoteKernelEnv
+
+url = sys.argv[1]
+env = trl.kernelgym_environment_factory(base_url=url)()
+prompt = env.reset(**trl.dataset_rows(["relu"])[0])
+feedback = env.submit("good answer")
+rows = [skyrl.dataset_rows(["relu"])[0]["env_class"], verl.dataset_rows(["relu"])[0]["data_source"],
+        verifiers.taskset_config(url, ["relu"])["resets"]]
+with RemoteKernelEnv(url) as remote:
+    remote.reset("relu")
+    step = remote.step("good")
+print(json.dumps({"prompt": prompt, "feedback": feedback, "reward": env.get_reward(), "rows": rows,
+                  "answer_reward": step.metadata["answer_reward"],
+                  "loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "triton"))}))
+'''
+
+
+def test_client_side_adapters_run_an_episode_without_torch_or_triton():
+    # A trainer's process talks to a served environment; it must not need the judge's torch and triton.
+    pytest.importorskip("openenv")
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from kernelgym.env.server import BackgroundServer, create_server_app
+
+    root = Path(__file__).resolve().parents[2]
+    with BackgroundServer(create_server_app(CPU, tasks="relu", judge_fn=_judge)) as url:
+        done = subprocess.run([sys.executable, "-c", _CLIENT_WITHOUT_TORCH, url], cwd=root, capture_output=True,
+                              text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "class Model" in out["prompt"] and out["feedback"].startswith("Status: ok")
+    assert out["reward"] == pytest.approx(0.5) and out["answer_reward"] == pytest.approx(0.5)
+    assert out["rows"] == ["kernelgym", "kernelgym", [{"task": "relu"}]] and out["loaded"] == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from kernelgym.env.environment import KernelObservation
+from kernelgym.env.episode import KernelObservation
 
 REWARD_MODES = ("sum", "last", "max")
 

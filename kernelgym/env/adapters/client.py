@@ -14,7 +14,7 @@ from typing import Any
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
 
-from kernelgym.env.environment import KernelObservation
+from kernelgym.env.episode import KernelObservation
 from kernelgym.env.openenv_types import KernelGymAction, KernelGymObservation, KernelGymState, observation_from_wire
 
 # OpenEnv's client gives up on a reply after 60 s by default; one judge call may take up to
