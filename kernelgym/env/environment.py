@@ -9,7 +9,7 @@ this class (issue 5, later part).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kernelgym.env.episode import EpisodeState, KernelObservation
@@ -80,12 +80,23 @@ class KernelEnv:
     def state(self) -> EpisodeState:
         return self._state
 
-    def reset(self, task: Task | str) -> KernelObservation:
-        """Start an episode on `task` (a Task or a task spec naming one task, e.g. a built-in id)."""
+    def reset(self, task: Task | str, earlier_rewards: Sequence[float] = ()) -> KernelObservation:
+        """Start an episode on `task` (a Task or a task spec naming one task, e.g. a built-in id).
+
+        `earlier_rewards` continues an episode whose first answers were judged before (each answer's own
+        reward, in order): the next step is turn len(earlier_rewards) + 1 and earns its reward against
+        them. Adapters that hold no server session between turns send them (state.results stays short)."""
+        earlier = [float(r) for r in earlier_rewards]
+        if len(earlier) >= self.env_config.max_turns:
+            raise EnvError(f"an episode of {self.env_config.max_turns} turns cannot continue after {len(earlier)}")
         self._task = _resolve(task)
-        self._state = EpisodeState(task_id=self._task.task_id, done=False)
+        state = EpisodeState(task_id=self._task.task_id, done=False, turn=len(earlier))
+        for r in earlier:
+            state.rewards.append(turn_reward(r, state.answer_rewards, self.env_config.turn_reward))
+            state.answer_rewards.append(r)
+        self._state = state
         return KernelObservation(messages=first_messages(self._task, self.templates),
-                                 metadata={"task_id": self._task.task_id, "turn": 0})
+                                 metadata={"task_id": self._task.task_id, "turn": state.turn})
 
     def step(self, answer: str) -> KernelObservation:
         """Judge one answer; the observation's messages are the feedback for the next turn."""

@@ -20,6 +20,7 @@ waiting for a judge slot is never judged, one already being judged finishes in t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import logging
@@ -61,6 +62,9 @@ DEFAULT_MAX_SESSIONS = 64
 # a frame over it makes uvicorn close the connection with code 1009 (message too big).
 WS_MAX_BYTES = 16 << 20
 TOKEN_ENV = "KERNELGYM_TOKEN"  # the judging service's variable: one token for both servers
+# A session that owes its client no reply for this long is closed (its slot freed). OpenEnv's client
+# reconnects on its next call, so a pooled client (TRL) only loses an episode it had left unfinished.
+DEFAULT_IDLE_TIMEOUT_S = 600.0
 _SLOT_POLL_S = 0.25  # how often a step waiting for a judge slot checks that its client is still there
 
 
@@ -177,6 +181,39 @@ class _Presence:
 _PRESENCE: contextvars.ContextVar[_Presence | None] = contextvars.ContextVar("kernelgym_presence", default=None)
 
 
+class _Quiet:
+    """How long a connection has gone without an unanswered request (the event loop's clock).
+
+    A session is idle only while it owes its client nothing: a step being judged, however long,
+    is not idleness."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._unanswered = 0
+        self._since = self._loop.time()
+        self._changed = asyncio.Event()
+
+    def request(self) -> None:
+        self._unanswered += 1
+        self._changed.set()
+
+    def answered(self) -> None:
+        self._unanswered = max(0, self._unanswered - 1)
+        if not self._unanswered:
+            self._since = self._loop.time()
+        self._changed.set()
+
+    async def outlast(self, idle_s: float) -> None:
+        """Return once the connection has owed nothing for `idle_s` seconds in a row."""
+        while True:
+            self._changed.clear()
+            left = None if self._unanswered else self._since + idle_s - self._loop.time()
+            if left is not None and left <= 0:
+                return
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+
+
 class _SessionGate:
     """ASGI wrapper of WebSocket connections, the only route that runs submitted code.
 
@@ -188,9 +225,10 @@ class _SessionGate:
 
     _READ_AHEAD = 64  # frames buffered; the protocol is one request at a time, so this only bounds a flood
 
-    def __init__(self, app: Any, token: str | None = None) -> None:
+    def __init__(self, app: Any, token: str | None = None, idle_timeout_s: float | None = None) -> None:
         self.app = app
         self._expected = f"Bearer {token}".encode() if token else None
+        self._idle_timeout_s = idle_timeout_s
 
     def _authorized(self, scope: dict[str, Any]) -> bool:
         if self._expected is None:
@@ -210,25 +248,45 @@ class _SessionGate:
 
         presence = _Presence()
         frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self._READ_AHEAD)
+        quiet = _Quiet()
 
         async def read() -> None:
             while True:
                 message = await receive()
+                if message["type"] == "websocket.receive":
+                    quiet.request()
                 if message["type"] == "websocket.disconnect":
                     presence.mark_gone()
                 await frames.put(message)
                 if message["type"] == "websocket.disconnect":
                     return
 
+        async def reply(message: dict[str, Any]) -> None:
+            if message["type"] == "websocket.send":
+                quiet.answered()
+            await send(message)
+
+        async def close_when_idle(idle_s: float) -> None:
+            await quiet.outlast(idle_s)
+            logger.info("closing a session idle for %.0f s", idle_s)
+            presence.mark_gone()
+            await frames.put({"type": "websocket.disconnect", "code": 1001})  # OpenEnv's handler closes the env
+
         reader = asyncio.create_task(read())
+        idle = asyncio.create_task(close_when_idle(self._idle_timeout_s)) if self._idle_timeout_s else None
         token = _PRESENCE.set(presence)
         try:
-            await self.app(scope, frames.get, send)
+            await self.app(scope, frames.get, reply)
         except (WebSocketDisconnect, WebSocketDisconnected, OSError) as e:  # OSError: uvicorn's ClientDisconnected
             logger.info("a client left mid-step (%s); its session is closed", type(e).__name__)
         finally:
             _PRESENCE.reset(token)
             reader.cancel()
+            if idle is not None and idle.done() and not idle.cancelled():
+                with contextlib.suppress(Exception):  # the client may be gone already
+                    await send({"type": "websocket.close", "code": 1001, "reason": "idle session closed"})
+            if idle is not None:
+                idle.cancel()
 
 
 def _client_safe(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -277,15 +335,16 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
 
     @_client_safe
     def reset(self, seed: int | None = None, episode_id: str | None = None, task: str | None = None,
-              split: str | None = None, index: int | None = None, **kwargs: Any) -> KernelGymObservation:
+              split: str | None = None, index: int | None = None, earlier_rewards: list[float] | None = None,
+              **kwargs: Any) -> KernelGymObservation:
         # OpenEnv passes only the arguments a signature names, unless it takes **kwargs: taking them
         # turns a misspelt argument (task_id=...) into an error instead of a silently random task.
         if kwargs:
             raise ValueError(f"unknown reset argument(s): {', '.join(sorted(kwargs))}; "
-                             "reset takes task, index (with split), seed and episode_id")
+                             "reset takes task, index (with split), seed, episode_id and earlier_rewards")
         if split is not None and split != SPLIT:
             raise ValueError(f"unknown split {split!r}; this server has one split, {SPLIT!r}")
-        obs = self._env.reset(self._context.pick(task, index, seed))
+        obs = self._env.reset(self._context.pick(task, index, seed), earlier_rewards or ())
         self._episode_id = episode_id or uuid.uuid4().hex
         obs.metadata["episode_id"] = self._episode_id
         return KernelGymObservation.from_env(obs)
@@ -351,11 +410,15 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
 def create_server_app(judge_config: JudgeConfig | None = None, reward_config: RewardConfig | None = None,
                       env_config: EnvConfig | None = None, tasks: str | list[Task] = "builtin",
                       max_sessions: int = DEFAULT_MAX_SESSIONS, jobs: int | None = None,
-                      judge_fn: JudgeFn | None = None, token: str | None = None) -> FastAPI:
+                      judge_fn: JudgeFn | None = None, token: str | None = None,
+                      idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S) -> FastAPI:
     """The OpenEnv app serving KernelGym episodes on `tasks` (a task spec or a list of tasks), at most
     `max_sessions` WebSocket sessions and `jobs` judge calls at once (default: CPU count, max 8).
-    `token` (default: $KERNELGYM_TOKEN; none: open) guards `/ws`. `judge_fn` replaces the judge
-    (tests, the step-overhead benchmark)."""
+    `token` (default: $KERNELGYM_TOKEN; none: open) guards `/ws`. A session that owes its client
+    nothing for `idle_timeout_s` (None: never) is closed, so a client that forgets it cannot hold a
+    slot for ever. `judge_fn` replaces the judge (tests, the step-overhead benchmark)."""
+    if idle_timeout_s is not None and idle_timeout_s <= 0:
+        raise ValueError(f"idle_timeout_s must be positive or None, not {idle_timeout_s}")
     judge_config = judge_config or JudgeConfig()
     if judge_fn is None:
         # Resolve `auto` once here, not on every step (it asks torch whether a GPU is there).
@@ -378,7 +441,8 @@ def create_server_app(judge_config: JudgeConfig | None = None, reward_config: Re
     def sessions() -> dict[str, int]:
         return context.status()
 
-    app.add_middleware(_SessionGate, token=token if token is not None else (os.environ.get(TOKEN_ENV) or None))
+    app.add_middleware(_SessionGate, token=token if token is not None else (os.environ.get(TOKEN_ENV) or None),
+                       idle_timeout_s=idle_timeout_s)
     app.state.kernelgym = context
     return app
 

@@ -3,6 +3,7 @@ judge) through the exact calls its framework makes, and the TRL one also through
 
 import asyncio
 import inspect
+import time
 
 import pytest
 
@@ -82,54 +83,152 @@ def test_trl_factory_opens_one_server_session_per_environment():
         assert env.get_reward() == pytest.approx(0.5)
 
 
-def test_verl_interaction_runs_an_episode_and_releases_it_when_done():
-    backends = []
+def test_trl_factory_pickles_for_the_async_grpo_trainer():
+    # AsyncGRPOTrainer pickles environment_factory into a spawned child (trl/experimental/async_grpo, 1.16).
+    import pickle
 
-    def factory():
-        backends.append(RecordingEnv(max_turns=2))
-        return backends[-1]
+    factory = trl.kernelgym_environment_factory(base_url="http://127.0.0.1:8001", reward="max")
+    assert pickle.loads(pickle.dumps(factory)) == factory
+    local = pickle.loads(pickle.dumps(trl.kernelgym_environment_factory(judge_config=CPU)))
+    env = local()  # an in-process KernelEnv built in the unpickled copy
+    assert "class Model" in env.reset(task="relu") and isinstance(env, trl.KernelGymToolEnv)
+    with pytest.raises(ValueError, match="reward must be one of"):
+        trl.KernelGymEnvironmentFactory(reward="mean")
+    with pytest.raises(ValueError, match="in-process KernelEnv"):
+        trl.kernelgym_environment_factory(base_url="http://h:1", judge_config=CPU)
+
+
+class Backends:
+    """A backend factory that keeps every backend it made, to check that each one was released."""
+
+    def __init__(self, max_turns: int = 3) -> None:
+        self.made: list[RecordingEnv] = []
+        self.max_turns = max_turns
+
+    def __call__(self) -> RecordingEnv:
+        self.made.append(RecordingEnv(self.max_turns))
+        return self.made[-1]
+
+    def all_released(self) -> bool:
+        return bool(self.made) and all(b.closed for b in self.made)
+
+
+def test_verl_interaction_runs_an_episode_and_holds_no_backend_between_turns():
+    backends = Backends(max_turns=2)
 
     async def rollout():
-        interaction = verl.KernelGymInteraction({"name": "kernelgym"}, backend_factory=factory)
+        interaction = verl.KernelGymInteraction({"name": "kernelgym"}, backend_factory=backends)
         rid = await interaction.start_interaction("r1", name="kernelgym", task="relu")
         messages = [{"role": "user", "content": "..."}, {"role": "assistant", "content": "wrong"}]
         first = await interaction.generate_response(rid, messages, name="kernelgym", task="relu")
         running = await interaction.calculate_score(rid)
+        released_between_turns = backends.all_released()
         messages += [{"role": "user", "content": first[1]}, {"role": "assistant", "content": "good"}]
         second = await interaction.generate_response(rid, messages, name="kernelgym", task="relu")
-        return first, running, second
+        return first, running, released_between_turns, second, interaction.open_episodes
 
-    first, running, (done, text, reward, metrics) = asyncio.run(rollout())
+    first, running, released_between_turns, (done, text, reward, metrics), still_open = asyncio.run(rollout())
     assert first[0] is False and first[2] == 0.0 and "Status: wrong_output" in first[1]
-    assert running == 0.0
+    assert running == 0.0 and released_between_turns
     assert done is True and reward == pytest.approx(0.5) and metrics["status"] == "ok" and "episode is over" in text
-    assert backends[0].closed  # verl never calls finalize_interaction: the episode releases itself
+    assert metrics["turn"] == 2  # the second turn continued the episode the first one began
+    assert backends.all_released() and still_open == 0  # verl never calls finalize_interaction
     assert verl.compute_score("kernelgym", "...", "", extra_info={"turn_scores": [first[2], reward]}) == 0.5
     row = verl.dataset_rows(["relu"])[0]
     assert row["extra_info"]["interaction_kwargs"] == {"name": "kernelgym", "task": "relu"}
 
 
-def test_skyrl_text_env_steps_until_done_and_closes():
-    backend = RecordingEnv(max_turns=2)
+def test_verl_continued_turns_earn_improvement_and_dropped_rollouts_are_forgotten():
+    async def run():
+        interaction = verl.KernelGymInteraction({}, backend_factory=Backends(max_turns=3), max_open_episodes=2)
+        good = [{"role": "assistant", "content": "good"}]
+        await interaction.start_interaction("a", task="relu")
+        scores = [(await interaction.generate_response("a", good))[2] for _ in range(2)]
+        for rid in ("b", "c"):  # two more rollouts that verl truncates: never done, never finalized
+            await interaction.start_interaction(rid, task="relu")
+        with pytest.raises(RuntimeError, match="no running KernelGym episode 'a'"):
+            await interaction.generate_response("a", good)
+        return scores, interaction.open_episodes
+
+    scores, still_open = asyncio.run(run())
+    assert scores == [pytest.approx(0.5), 0.0] and still_open == 2
+
+
+def test_skyrl_text_env_steps_until_done_and_holds_no_backend_between_steps():
+    backends = Backends(max_turns=2)
     row = skyrl.dataset_rows(["relu"])[0]
     env = skyrl.KernelGymTextEnv(env_config={}, extras={k: v for k, v in row.items() if k != "prompt"},
-                                 backend=backend)
+                                 backend_factory=backends)
     prompt, info = env.init(row["prompt"])
     assert prompt == row["prompt"] and info["task_id"] == "relu"
     out = env.step("wrong")
     assert out["done"] is False and out["reward"] == 0.0 and out["observations"][0]["role"] == "user"
+    assert backends.all_released()  # SkyRL skips close() when its loop raises: nothing may be held here
     out = env.step("good")
     assert out["done"] is True and out["observations"] == [] and out["metadata"]["status"] == "ok"
-    assert backend.closed and env.get_metrics() == {"turns": 2, "correct": 1.0}
-    env.close()  # SkyRL closes too: a second close is harmless
+    assert out["metadata"]["turn"] == 2 and backends.all_released()
+    assert env.get_metrics() == {"turns": 2, "correct": 1.0}
+    env.close()
 
-    short = RecordingEnv(max_turns=3)  # SkyRL's own turn limit (in the extras) ends the rollout first
-    env = skyrl.KernelGymTextEnv(extras={"task": "relu", "max_turns": 1}, backend=short)
+    short = Backends(max_turns=3)  # SkyRL's own turn limit (in the extras) ends the rollout first
+    env = skyrl.KernelGymTextEnv(extras={"task": "relu", "max_turns": 1}, backend_factory=short)
     env.init(row["prompt"])
     out = env.step("wrong")
-    assert out["done"] is True and out["observations"] == [] and short.closed
+    assert out["done"] is True and out["observations"] == [] and short.all_released()
     with pytest.raises(ValueError, match="no 'task' column"):
-        skyrl.KernelGymTextEnv(extras={"prompt": []}, backend=backend)
+        skyrl.KernelGymTextEnv(extras={"prompt": []}, backend_factory=backends)
+
+
+def test_truncated_verl_and_skyrl_rollouts_leave_no_server_session():
+    # The reported failure: with --max-sessions 2, rollouts verl truncated (no finalize_interaction) held
+    # their sessions and the third was refused with CAPACITY_REACHED.
+    pytest.importorskip("openenv")
+    import httpx
+
+    from kernelgym.env.server import BackgroundServer, create_server_app
+
+    with BackgroundServer(create_server_app(CPU, tasks="relu", max_sessions=2, judge_fn=_judge)) as url:
+        def none_live() -> bool:  # a closed session is counted out when the server has run its close
+            for _ in range(200):
+                if httpx.get(f"{url}/sessions", timeout=5).json()["active_sessions"] == 0:
+                    return True
+                time.sleep(0.05)
+            return False
+
+        async def truncated_verl_rollouts():
+            interaction = verl.KernelGymInteraction({"base_url": url})
+            for k in range(4):
+                rid = await interaction.start_interaction(f"r{k}", task="relu")
+                done, *_ = await interaction.generate_response(rid, [{"role": "assistant", "content": "wrong"}])
+                assert not done  # verl stops here on its length limit and never tells the interaction
+            return interaction.open_episodes
+
+        assert asyncio.run(truncated_verl_rollouts()) == 4 and none_live()
+        for _ in range(3):
+            env = skyrl.KernelGymTextEnv(env_config={"base_url": url}, extras={"task": "relu"})
+            env.init([])
+            assert env.step("wrong")["done"] is False  # dropped without close()
+        assert none_live()
+
+
+def test_single_turn_reward_judges_each_completion_on_its_rows_task():
+    import pickle
+
+    rows = trl.single_turn_rows(["relu", "relu"])
+    assert [m["role"] for m in rows[0]["prompt"]] == ["system", "user"]
+    assert "class Model" in rows[0]["prompt"][1]["content"]
+    stub = {"judge_config": CPU, "judge_fn": _judge}
+    reward = pickle.loads(pickle.dumps(trl.KernelGymReward(jobs=2, kernel_env_kwargs=stub)))
+    logged = {}
+    # What GRPOTrainer 1.16 passes: prompts, conversational completions, every other column as a list, and helpers.
+    scores = reward(prompts=[r["prompt"] for r in rows],
+                    completions=[[{"role": "assistant", "content": "good"}], [{"role": "assistant", "content": "bad"}]],
+                    completion_ids=[[1], [2]], task=[r["task"] for r in rows], trainer_state=None,
+                    log_extra=lambda *a: None, log_metric=lambda name, value: logged.setdefault(name, value))
+    assert scores == [pytest.approx(0.5), 0.0] and logged == {"kernelgym/correct": 0.5}
+    assert reward(prompts=["p"], completions=["good"], task=["relu"]) == [pytest.approx(0.5)]  # plain-text rows
+    with pytest.raises(ValueError, match="no 'task' column"):
+        reward(prompts=["p"], completions=["good"], problem=["x"])
 
 
 def test_verifiers_taskset_config_names_one_reset_per_task():

@@ -160,6 +160,37 @@ def test_a_client_that_drops_mid_step_frees_its_session_and_its_queued_answer(bl
         assert calls == ["judged"]
 
 
+def test_an_idle_session_is_closed_and_its_client_reconnects_on_reset():
+    def slow(task, answer, config):
+        time.sleep(1.0)  # a judge call longer than the idle timeout: a session owing a reply is not idle
+        return _ok(task, answer, config)
+
+    app = create_server_app(FAST_CPU, tasks="relu", max_sessions=1, judge_fn=slow, idle_timeout_s=0.3)
+    with BackgroundServer(app) as url:
+        with RemoteKernelEnv(url) as env:
+            env.reset("relu")
+            assert env.step("good").reward == pytest.approx(0.5)
+            assert _wait_until(lambda: _sessions(url)["active_sessions"] == 0)  # a forgotten client frees its slot
+            with RemoteKernelEnv(url) as other:  # the only slot is free again
+                assert other.reset("relu").metadata["task_id"] == "relu"
+            assert _wait_until(lambda: _sessions(url)["active_sessions"] == 0)
+            assert env.reset("relu").metadata["turn"] == 0  # a pooled client (TRL) just carries on
+            assert env.step("good").reward == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="idle_timeout_s"):
+        create_server_app(FAST_CPU, tasks="relu", judge_fn=_ok, idle_timeout_s=0)
+
+
+def test_a_continued_episode_earns_against_its_earlier_answers():
+    app = create_server_app(FAST_CPU, env_config=EnvConfig(max_turns=3), tasks="relu", judge_fn=_ok)
+    with BackgroundServer(app) as url, RemoteKernelEnv(url) as env:
+        assert env.reset("relu", earlier_rewards=[0.0, 0.5]).metadata["turn"] == 2
+        last = env.step("good")
+        assert last.done and last.reward == 0.0 and last.metadata["answer_reward"] == pytest.approx(0.5)
+        assert env.state.rewards == [0.0, pytest.approx(0.5), 0.0]
+        with pytest.raises(RuntimeError, match="cannot continue after 3"):
+            env.reset("relu", earlier_rewards=[0.0, 0.0, 0.0])
+
+
 def test_capacity_oversize_frames_and_internal_errors_end_cleanly():
     def broken(task, answer, config):
         if "boom" in answer:

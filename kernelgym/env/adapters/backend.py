@@ -6,7 +6,7 @@ in the trainer's process, or a `RemoteKernelEnv` session on a `kernelgym env ser
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kernelgym.env.episode import KernelObservation
@@ -15,7 +15,7 @@ REWARD_MODES = ("sum", "last", "max")
 
 
 class EpisodeBackend(Protocol):
-    def reset(self, task: str) -> KernelObservation: ...
+    def reset(self, task: str, earlier_rewards: Sequence[float] = ()) -> KernelObservation: ...
 
     def step(self, answer: str) -> KernelObservation: ...
 
@@ -39,6 +39,30 @@ def close_backend(backend: EpisodeBackend | None) -> None:
     close = getattr(backend, "close", None)
     if close is not None:
         close()
+
+
+def open_episode(make: Callable[[], EpisodeBackend], task: str) -> KernelObservation:
+    """Check that `task` can be played (the server knows it) and return its reset observation; the
+    backend is released before returning."""
+    backend = make()
+    try:
+        return backend.reset(task)
+    finally:
+        close_backend(backend)
+
+
+def judge_turn(make: Callable[[], EpisodeBackend], task: str, answer: str,
+               earlier_rewards: Sequence[float]) -> KernelObservation:
+    """One turn of an episode that holds no backend between turns: a fresh backend continues the
+    episode from its earlier answers' own rewards (`KernelEnv.reset(earlier_rewards=...)`), judges
+    `answer`, and is released whatever happens. A framework that drops a rollout without telling
+    the adapter (verl on its length limit, SkyRL on an exception) then leaves no server session behind."""
+    backend = make()
+    try:
+        backend.reset(task, earlier_rewards=list(earlier_rewards))
+        return backend.step(answer)
+    finally:
+        close_backend(backend)
 
 
 def episode_reward(rewards: Sequence[float | None], mode: str = "sum") -> float:

@@ -52,9 +52,12 @@ class RemoteKernelEnv:
 
     def reset(self, task: str | None = None, **kwargs: Any) -> KernelObservation:
         """Start an episode on task id `task` (None: the server draws one); `kwargs` are the server's
-        other reset arguments (index, split, seed, episode_id)."""
+        other reset arguments (index, split, seed, episode_id, earlier_rewards). After the server
+        closed an idle session, this opens a new one (OpenEnv's client reconnects)."""
         if task is not None:
             kwargs["task"] = task
+        if not kwargs.get("earlier_rewards"):
+            kwargs.pop("earlier_rewards", None)
         return self._client.reset(**kwargs).observation.to_env()
 
     def step(self, answer: str) -> KernelObservation:
