@@ -1,7 +1,8 @@
-"""Cold-start SFT of a Triton-kernel writer on data exported by `kernelgym data export`, on TRL's SFTTrainer.
+"""Cold-start SFT of a Triton-kernel writer on TRL's SFTTrainer, on the verified corpus of
+`kernelgym data coldstart` or on data exported by `kernelgym data export`.
 
-    python train/sft.py --config configs/sft_tiny_cpu.yaml --data runs/export/sft.parquet [--field value ...]
-    accelerate launch train/sft.py --config my_sft.yaml
+    python train/sft.py --config configs/sft_coldstart_cpu.yaml --data runs/coldstart [--field value ...]
+    accelerate launch train/sft.py --config configs/sft_smollm2_h100.yaml --data runs/coldstart
 
 The same configuration system as `train/grpo.py`: one YAML file and command-line overrides parsed
 by TRL's parser into our `SFTDataArguments`, TRL's `SFTConfig` and `ModelConfig`; the policy comes
@@ -35,6 +36,8 @@ class SFTDataArguments:
     data: str = field(default="", metadata={"help": "rows of `kernelgym data export`: an sft/best_of_n .parquet "
                                             "or .jsonl file, or the export directory (its sft file)"})
     max_examples: int = field(default=0, metadata={"help": "train on the first N examples only (0: all)"})
+    split: str = field(default="train", metadata={"help": "rows with a `split` column: keep this split only (held-out "
+                                                  "tasks never reach SFT); empty keeps every row"})
 
     def __post_init__(self) -> None:
         if not self.data:
@@ -52,13 +55,15 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[SFTDataArguments, Any
 
 
 def sft_data_file(path: str | Path) -> Path:
-    """The file to train on: `path` itself, or the `sft` file of an export directory."""
+    """The file to train on: `path` itself, the `sft` file of an export directory, or the `train`
+    file of a cold-start corpus directory."""
     path = Path(path)
     if path.is_dir():
-        for name in ("sft.parquet", "sft.jsonl"):
+        for name in ("sft.parquet", "sft.jsonl", "train.parquet", "train.jsonl"):
             if (path / name).is_file():
                 return path / name
-        raise ValueError(f"{path} holds no sft.parquet or sft.jsonl (run `kernelgym data export --out {path}`)")
+        raise ValueError(f"{path} holds no sft.parquet/.jsonl (`kernelgym data export --out {path}`) nor "
+                         f"train.parquet/.jsonl (`kernelgym data coldstart --out {path}`)")
     if not path.is_file():
         raise ValueError(f"SFT data {path} does not exist")
     return path
@@ -70,6 +75,8 @@ def load_sft_dataset(data_args: SFTDataArguments) -> Any:
 
     path = sft_data_file(data_args.data)
     rows = read_table(path)
+    if data_args.split and rows and "split" in rows[0]:
+        rows = [r for r in rows if r["split"] == data_args.split]
     if data_args.max_examples:
         rows = rows[: data_args.max_examples]
     if not rows:
