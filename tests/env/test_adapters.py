@@ -154,6 +154,53 @@ def test_verl_continued_turns_earn_improvement_and_dropped_rollouts_are_forgotte
     assert scores == [pytest.approx(0.5), 0.0] and still_open == 2
 
 
+@pytest.mark.parametrize("found, interaction, tool", [
+    ("0.5.0", False, False),  # interactions only in the SGLang rollout, not the tool agent loop
+    ("0.6.1", True, False),   # tools get no agent_data
+    ("0.7.1", True, True),
+    ("0.8.0", False, True),   # no verl.interactions, no interaction_config_path
+    ("0.9.1", False, True),
+    ("0.10.0", False, False),  # unread: refused until checked
+])
+def test_verl_adapters_refuse_the_versions_they_do_not_fit(monkeypatch, found, interaction, tool):
+    monkeypatch.setattr(verl, "installed_verl", lambda: found)
+    for make, fits in ((lambda: verl.KernelGymInteraction({}), interaction), (lambda: verl.KernelGymTool({}), tool)):
+        if fits:
+            make()
+        else:
+            with pytest.raises(verl.VerlVersionError, match=f"verl {found} is installed"):
+                make()
+
+
+def test_verl_tool_plays_an_episode_one_call_at_a_time():
+    # verl 0.7-0.9 per tool call: create(create_kwargs) -> execute(id, args, agent_data=...) -> release(id).
+    from types import SimpleNamespace
+
+    backends = Backends(max_turns=3)
+    tool = verl.KernelGymTool({"type": "native"}, backend_factory=backends)
+    row = verl.tool_dataset_rows(["relu"])[0]
+    assert "`submit_kernel` tool" in row["prompt"][-1]["content"] and tool.name == "submit_kernel"
+    create_kwargs = row["extra_info"]["tools_kwargs"]["submit_kernel"]["create_kwargs"]
+    agent_data = SimpleNamespace(extra_fields={})
+
+    async def call(code):
+        instance_id, _ = await tool.create(create_kwargs=create_kwargs)
+        try:
+            return await tool.execute(instance_id, {"code": code}, agent_data=agent_data)
+        finally:
+            await tool.release(instance_id)
+
+    async def episode():
+        return [await call(code) for code in ("wrong", "good", "good", "good")]
+
+    calls = asyncio.run(episode())
+    assert [reward for _, reward, _ in calls] == [0.0, pytest.approx(0.5), 0.0, 0.0]
+    assert "Status: wrong_output" in calls[0][0].text and "episode is over" in calls[2][0].text
+    assert calls[3][0].text == "The episode is over: no further answer is judged." and len(backends.made) == 3
+    assert backends.all_released() and tool._tasks == {}
+    assert verl.compute_score("kernelgym", "", "", extra_info={"tool_rewards": [r for _, r, _ in calls]}) == 0.5
+
+
 def test_skyrl_text_env_steps_until_done_and_holds_no_backend_between_steps():
     backends = Backends(max_turns=2)
     row = skyrl.dataset_rows(["relu"])[0]
