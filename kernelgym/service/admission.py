@@ -113,16 +113,26 @@ def _plain_ids_only(resolver: Callable[[str], list[Task]]) -> Callable[[str], li
     return resolve
 
 
+# The most a client may ask of one evaluation: each of these buys the request more exclusive worker
+# or GPU time (or memory) than the service's defaults, and a client is not the operator.
+CLIENT_LIMITS: dict[str, float] = {
+    "num_trials": 20, "timeout_s": 900.0, "timing_warmup": 50, "timing_reps": 1000, "timing_budget_s": 10.0,
+    "timing_input_sets": 10, "cpu_memory_gb": 64.0, "max_answer_bytes": 1_000_000, "max_log_bytes": 10_000_000,
+    "max_message_bytes": 4 << 30, "l2_flush_bytes": 1 << 30}
+
+
 def normalised_config(config: dict[str, Any]) -> dict[str, Any]:
     """The full `JudgeConfig` a request's overrides produce, as JSON-able data, so that `{}` and
     the defaults spelled out share a content key. Raises `ValueError` for a field `JudgeConfig`
-    refuses. `device` is left out: the worker that runs the job sets it."""
+    refuses or a value over `CLIENT_LIMITS`. `device` is left out: the worker that runs the job sets it."""
     if not isinstance(config, dict):
         raise ValueError(f"must be an object of JudgeConfig fields, not {type(config).__name__}")
     hints = {f.name: str(f.type) for f in dataclasses.fields(JudgeConfig)}
     for name, value in config.items():
         if name in hints and not _has_type(value, hints[name]):
             raise ValueError(f"{name} must be {hints[name]}, not {value!r}")
+        if name in CLIENT_LIMITS and value > CLIENT_LIMITS[name]:
+            raise ValueError(f"{name} is {value!r}; a client may ask for at most {CLIENT_LIMITS[name]:g}")
     full = dataclasses.asdict(JudgeConfig.from_dict(config))
     full.pop("device")
     return json.loads(json.dumps(full, sort_keys=True))

@@ -48,11 +48,15 @@ _bearer = HTTPBearer(auto_error=False)
 async def require_token(request: Request,
                         creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
     """401 unless the app has no token or the request carries it as `Authorization: Bearer ...`."""
+    if not _has_token(request, creds):
+        raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+
+
+def _has_token(request: Request, creds: HTTPAuthorizationCredentials | None) -> bool:
     token: str | None = request.app.state.token
     if token is None:
-        return
-    if creds is None or not secrets.compare_digest(creds.credentials.encode(), token.encode()):
-        raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+        return True
+    return creds is not None and secrets.compare_digest(creds.credentials.encode(), token.encode())
 
 
 def _out(rec: Record) -> ResultOut:
@@ -147,7 +151,8 @@ def cancel_result(request_id: str, service: ServiceDep) -> CancelOut:
 # --- stateless evaluation -------------------------------------------------------------------------
 
 evaluate = APIRouter(tags=["evaluate"], dependencies=[Depends(require_token)],
-                     responses={**_ERRORS, 504: {"model": ErrorOut}})
+                     responses={**_ERRORS, 409: {"model": ErrorOut, "description": "the request was cancelled"},
+                                504: {"model": ErrorOut, "description": "not judged within `timeout`"}})
 
 
 @evaluate.post("/v1/evaluate", response_model=EvalResult)
@@ -168,9 +173,15 @@ ops = APIRouter(tags=["operations"])
 
 
 @ops.get("/health", response_model=HealthOut)
-def health(service: ServiceDep) -> HealthOut:
-    """Liveness and load (no token needed: load balancers and probes call it)."""
-    return HealthOut(**jsonable_encoder(service.health()), version=kernelgym.__version__)
+def health(request: Request, service: ServiceDep,
+           creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> HealthOut:
+    """Liveness and load (no token needed: load balancers and probes call it). Without the token of a
+    service that has one, only status, load and version: the store's path, workers and environment
+    describe the host."""
+    full = service.health()
+    if not _has_token(request, creds):
+        full = {k: full[k] for k in ("status", "queue_depth", "in_flight", "capacity")}
+    return HealthOut(**jsonable_encoder(full), version=kernelgym.__version__)
 
 
 @ops.get("/metrics", response_class=Response, dependencies=[Depends(require_token)],
@@ -197,10 +208,17 @@ def create_app(service: Service, token: str | None = None, manage_service: bool 
             if manage_service:
                 await asyncio.to_thread(service.close)
 
+    token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
+    # With a token only /health is open: the schema is served behind the token, the browser pages not at all.
     app = FastAPI(title="KernelGym", version=kernelgym.__version__, lifespan=lifespan,
-                  description="Judges LLM-written Triton kernels: submit batches, then poll, wait or stream results.")
+                  description="Judges LLM-written Triton kernels: submit batches, then poll, wait or stream results.",
+                  **({"openapi_url": None, "docs_url": None, "redoc_url": None} if token else {}))
     app.state.service = service
-    app.state.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
+    app.state.token = token
+    if token:
+        @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_token)])
+        def openapi() -> JSONResponse:
+            return JSONResponse(app.openapi())
     for router in (batches, results, evaluate, ops):
         app.include_router(router)
     _add_error_handlers(app)

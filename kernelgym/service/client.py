@@ -126,6 +126,13 @@ class KernelGymClient:
                 "timeout": min(timeout, MAX_POLL_S)}
         return EvalResult.from_dict(_check(self._http.post("/v1/evaluate", json=body, timeout=timeout + _SLACK_S)))
 
+    def check_access(self) -> None:
+        """Raise `KernelGymError` unless the service answers an authenticated call (401: the token is
+        missing or wrong), so a misconfigured client fails when it starts, not at its first request."""
+        response = self._http.get("/metrics")
+        if response.status_code >= 400:
+            _check(response)
+
     def health(self) -> dict[str, Any]:
         return _check(self._http.get("/health"))
 
@@ -205,10 +212,16 @@ def service_judge_fn(base_url: str, token: str | None = None, timeout: float = M
     `KernelEnv(judge_fn=...)` and `kernelgym env serve --service-url` use, so episodes share the
     service's GPUs, result store and cache. The task travels as its source (any task works, not only
     the server's built-ins); `config` travels as the fields that differ from the defaults (the worker
-    sets the device)."""
+    sets the device). The service's token is checked here, once, before any episode needs it."""
     from kernelgym.judge.config import JudgeConfig
 
     client = KernelGymClient(base_url, token=token)
+    try:
+        client.check_access()
+    except KernelGymError as e:
+        client.close()
+        raise KernelGymError(e.status_code, f"{e.detail}: the judging service at {base_url} refused this client's "
+                             f"token (set ${TOKEN_ENV}, or $KERNELGYM_SERVICE_TOKEN for kernelgym env serve)") from None
     defaults = dataclasses.asdict(JudgeConfig())
 
     def judge_via_service(task: Any, answer: str | bytes, config: JudgeConfig | None = None) -> EvalResult:

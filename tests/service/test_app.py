@@ -82,9 +82,27 @@ def test_health_metrics_and_openapi(client):
     assert health.status_code == 200 and health.json()["status"] == "ok"
     metrics = client.get("/metrics")
     assert metrics.headers["content-type"].startswith("text/plain") and "kernelgym_queue_depth" in metrics.text
-    paths = set(client.get("/openapi.json").json()["paths"])
+    schema = client.get("/openapi.json").json()
     assert {"/v1/batches", "/v1/results/{request_id}", "/v1/results:wait", "/v1/batches/{batch_id}/stream",
-            "/v1/evaluate", "/health", "/metrics"} <= paths
+            "/v1/evaluate", "/health", "/metrics"} <= set(schema["paths"])
+    assert {"409", "504"} <= set(schema["paths"]["/v1/evaluate"]["post"]["responses"])  # cancelled, not in time
+
+
+def test_with_a_token_only_health_is_open_and_it_tells_nothing_of_the_host(client):
+    bare = TestClient(client.app)
+    for path in ("/openapi.json", "/docs", "/redoc"):
+        assert bare.get(path).status_code in (401, 404), path
+    assert set(bare.get("/health").json()) == {"status", "queue_depth", "in_flight", "capacity", "version"}
+    assert "store" in client.get("/health").json()  # with the token: the whole picture
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"timeout_s": 100000}, "timeout_s is 100000; a client may ask for at most 900"),
+    ({"num_trials": 1000}, "num_trials is 1000; a client may ask for at most 20"),
+])
+def test_client_config_overrides_are_bounded(client, config, words):
+    r = client.post("/v1/batches", json={"requests": [request("x", config=config)]})
+    assert r.status_code == 422 and words in r.json()["detail"]
 
 
 @pytest.mark.parametrize("body, status, words", [

@@ -95,3 +95,17 @@ def test_environment_judges_through_the_service(make_service):
     job = backend.submitted[0]
     assert job.task_source is not None and "class Model" in job.task_source
     assert job.config["num_trials"] == 2 and "device" not in job.config
+
+
+def test_a_wrong_service_token_fails_when_the_judge_is_made(make_service):
+    # `kernelgym env serve --service-url` builds its judge at start-up: a bad token must stop it there,
+    # not surface as an internal error at the first step of an episode.
+    from kernelgym.service.client import KernelGymError, service_judge_fn
+
+    app = create_app(make_service(FakeBackend(capacity=1)), token=TOKEN, manage_service=False)
+    with running_server(app) as base_url:
+        for wrong in ("", "guess"):
+            with pytest.raises(KernelGymError, match="HTTP 401.*refused this client's token"):
+                service_judge_fn(base_url, token=wrong)
+        assert callable(service_judge_fn(base_url, token=TOKEN))
+
