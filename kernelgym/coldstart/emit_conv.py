@@ -40,6 +40,13 @@ def _dot_note(prog: Program) -> list[str]:
             "# are the bf16 products, accumulated in fp32 (fp32 data would need input_precision=\"ieee\")"]
 
 
+def _batch_fold(prog: Program, npos: str) -> list[str]:
+    """Axis 0 runs over (sample, row tile): the batch can outgrow grid axes 1 and 2 (65535)."""
+    return [*_comment(prog, "axis 0 = (sample, row tile); axis 1 = column tile"),
+            f"tiles_m = tl.cdiv({npos}, BLOCK_M)", "pid = tl.program_id(0)",
+            "n = (pid // tiles_m).to(tl.int64)", "pid_m = pid % tiles_m", "pid_n = tl.program_id(1)"]
+
+
 def _indent(lines: list[str], n: int = 4) -> list[str]:
     return [" " * n + line if line else line for line in lines]
 
@@ -110,8 +117,7 @@ def _gemm_conv(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], dims
     b: list[str] = []
     if dims == 2:
         b += _comment(prog, "implicit GEMM: rows = output pixels of one image, cols = output channels")
-        b += ["pid_m = tl.program_id(0)", "pid_n = tl.program_id(1)", "n = tl.program_id(2).to(tl.int64)",
-              "HW = H * W", "offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
+        b += ["HW = H * W", *_batch_fold(prog, "HW"), "offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
               "offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)", "mask_m = offs_m < HW", "mask_n = offs_n < C_out",
               "oh = offs_m // W", "ow = offs_m % W", "x_base = x_ptr + n * C_in * HW", "KK = KS * KS",
               "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"] + _dot_note(prog)
@@ -150,8 +156,7 @@ def _gemm_conv(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], dims
         npos, colexpr = "HW", "ow[:, None] + offs_n[None, :] * 0"
     else:
         b += _comment(prog, "implicit GEMM: rows = output positions of one sequence, cols = output channels")
-        b += ["pid_m = tl.program_id(0)", "pid_n = tl.program_id(1)", "n = tl.program_id(2).to(tl.int64)",
-              "offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
+        b += [*_batch_fold(prog, "L"), "offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
               "offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)", "mask_m = offs_m < L", "mask_n = offs_n < C_out",
               "x_base = x_ptr + n * C_in * L",
               "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"] + _dot_note(prog)
@@ -216,7 +221,7 @@ def _gemm_conv(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], dims
         lines = ["B, C_in, L = x.shape", "C_out = weight.shape[0]", "KS = weight.shape[2]",
                  "out = torch.empty((B, C_out, L), device=x.device, dtype=x.dtype)", "npos = L"]
     if autotune:
-        lines += ["grid = lambda meta: (triton.cdiv(npos, meta['BLOCK_M']), triton.cdiv(C_out, meta['BLOCK_N']), B)",
+        lines += ["grid = lambda meta: (B * triton.cdiv(npos, meta['BLOCK_M']), triton.cdiv(C_out, meta['BLOCK_N']))",
                   f"{kernel}[grid]({', '.join(call_args)})"]
     else:
         bm = style.pick((32, 64, 64, 128))
@@ -227,7 +232,7 @@ def _gemm_conv(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], dims
                   f"BLOCK_N = min({ncap}, max(16, triton.next_power_of_2(C_out)))",
                   f"BLOCK_K = min({kcap}, max(16, triton.next_power_of_2(C_in{' * KS * KS' if dims == 2 else ' * KS'})))"
                   if im2col else f"BLOCK_K = min({kcap}, max(16, triton.next_power_of_2(C_in)))",
-                  "grid = (triton.cdiv(npos, BLOCK_M), triton.cdiv(C_out, BLOCK_N), B)",
+                  "grid = (B * triton.cdiv(npos, BLOCK_M), triton.cdiv(C_out, BLOCK_N))",
                   f"{kernel}[grid]({', '.join(call_args)},",
                   f"    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, num_warps={warps})"]
     lines += ["return out"]
@@ -242,63 +247,54 @@ def emit_conv1d(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) -> 
     return _gemm_conv(call, x, prog, epilogue, 1)
 
 
-# --- depthwise conv2d: direct stencil per (sample, channel) plane ---------------------------------
+# --- depthwise conv2d: direct stencil on (channel block x pixel block) tiles of one sample -----------
 
 
 def emit_depthwise_conv2d(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) -> str:
+    """A direct stencil: each program owns a (channels x pixels) tile of one sample, so one tap is one
+    2D load times a vector of that tap's per-channel weights (few programs, no reduction over channels)."""
     if not call.module:
         raise UnsupportedOp(f"{call.op}: no layer")
     style = prog.style
     stem = _stem("dwconv2d", epilogue)
     ep_lines, ptrs, needs = _epilogue(prog, epilogue, stem)
     bias = _has_bias(call)
-    tiled = style.rng.random() < 0.5  # a 2D (rows x cols) tile vs. a flat run of pixels
-    p = ["x_ptr", "w_ptr", *(["bias_ptr"] if bias else []), "out_ptr", *(q for q, _ in ptrs), "C", "H", "W", "KS", "PAD"]
-    b = _comment(prog, "one program: a tile of one (sample, channel) plane; weights are that channel's KS x KS taps")
-    b += ["plane = tl.program_id(0).to(tl.int64)", "c = plane % C", "HW = H * W", "x_base = x_ptr + plane * HW",
-          "w_base = w_ptr + c * KS * KS"]
-    if tiled:
-        p += ["BLOCK_H: tl.constexpr", "BLOCK_W: tl.constexpr"]
-        b += ["offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)",
-              "offs_w = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)",
-              "mask = (offs_h < H)[:, None] & (offs_w < W)[None, :]",
-              "acc = tl.zeros((BLOCK_H, BLOCK_W), dtype=tl.float32)",
-              "for kh in range(0, KS):",
-              "    ih = offs_h + kh - PAD",
-              "    mh = (ih >= 0) & (ih < H)",
-              "    for kw in range(0, KS):",
-              "        iw = offs_w + kw - PAD",
-              "        mw = (iw >= 0) & (iw < W)",
-              "        wv = tl.load(w_base + kh * KS + kw).to(tl.float32)",
-              "        xv = tl.load(x_base + ih[:, None] * W + iw[None, :], mask=mask & mh[:, None] & mw[None, :],",
-              "                     other=0.0).to(tl.float32)",
-              "        acc += xv * wv",
-              "offs = plane * HW + offs_h[:, None] * W + offs_w[None, :]"]
-        colexpr, chanexpr = "offs_w[None, :] + offs_h[:, None] * 0", "c + offs_h[:, None] * 0 + offs_w[None, :] * 0"
-    else:
-        p += ["BLOCK: tl.constexpr"]
-        b += ["offs_p = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)",
-              "mask = offs_p < HW",
-              "oh = offs_p // W",
-              "ow = offs_p % W",
-              "acc = tl.zeros((BLOCK,), dtype=tl.float32)",
-              "for kh in range(0, KS):",
-              "    ih = oh + kh - PAD",
-              "    row_ok = mask & (ih >= 0) & (ih < H)",
-              "    for kw in range(0, KS):",
-              "        iw = ow + kw - PAD",
-              "        ok = row_ok & (iw >= 0) & (iw < W)",
-              "        wv = tl.load(w_base + kh * KS + kw).to(tl.float32)",
-              "        acc += tl.load(x_base + ih * W + iw, mask=ok, other=0.0).to(tl.float32) * wv",
-              "offs = plane * HW + offs_p"]
-        colexpr, chanexpr = "ow", "c + offs_p * 0"
-    b += ["v = acc"]
+    p = ["x_ptr", "w_ptr", *(["bias_ptr"] if bias else []), "out_ptr", *(q for q, _ in ptrs), "C", "H", "W", "KS",
+         "PAD", "BLOCK_C: tl.constexpr", "BLOCK_P: tl.constexpr"]
+    b = _comment(prog, "one program: BLOCK_C channels x BLOCK_P pixels of one sample; channel c only "
+                       "sees its own plane and its own KS x KS taps")
+    b += ["tiles_c = tl.cdiv(C, BLOCK_C)",
+          "pid = tl.program_id(0)",
+          "n = (pid // tiles_c).to(tl.int64)",
+          "offs_c = (pid % tiles_c) * BLOCK_C + tl.arange(0, BLOCK_C)",
+          "offs_p = tl.program_id(1) * BLOCK_P + tl.arange(0, BLOCK_P)",
+          "mask_c = offs_c < C",
+          "mask_p = offs_p < H * W",
+          "oh = offs_p // W",
+          "ow = offs_p % W",
+          "HW = H * W",
+          "planes = (n * C + offs_c) * HW",
+          "x_rows = x_ptr + planes[:, None]",
+          "w_rows = w_ptr + offs_c * (KS * KS)",
+          "acc = tl.zeros((BLOCK_C, BLOCK_P), dtype=tl.float32)",
+          "for kh in range(0, KS):",
+          "    ih = oh + kh - PAD",
+          "    row_ok = mask_p & (ih >= 0) & (ih < H)",
+          "    for kw in range(0, KS):",
+          "        iw = ow + kw - PAD",
+          "        ok = row_ok & (iw >= 0) & (iw < W)",
+          "        wv = tl.load(w_rows + (kh * KS + kw), mask=mask_c, other=0.0).to(tl.float32)",
+          "        xv = tl.load(x_rows + (ih * W + iw)[None, :], mask=mask_c[:, None] & ok[None, :], other=0.0)",
+          "        acc += xv.to(tl.float32) * wv[:, None]",
+          "v = acc"]
     if bias:
-        b += ["v = v + tl.load(bias_ptr + c).to(tl.float32)"]
+        b += ["v = v + tl.load(bias_ptr + offs_c, mask=mask_c, other=0.0).to(tl.float32)[:, None]"]
+    b += ["mask = mask_c[:, None] & mask_p[None, :]",
+          "offs = planes[:, None] + offs_p[None, :]"]
     if "chan" in needs:
-        b += [f"chan = {chanexpr}"]
+        b += ["chan = offs_c[:, None] + offs_p[None, :] * 0"]
     if "col" in needs:
-        b += [f"col = {colexpr}"]
+        b += ["col = ow[None, :] + offs_c[:, None] * 0"]
     if ep_lines:
         b += _comment(prog, " -> ".join(c.op for c in epilogue) + " fused before the store")
     b += ep_lines + ["tl.store(out_ptr + offs, v, mask=mask)"]
@@ -306,20 +302,14 @@ def emit_depthwise_conv2d(call: OpCall, x: str, prog: Program, epilogue: list[Op
         ["@triton.jit", f"def {stem}_kernel({', '.join(p)}):", *_indent(b)]))
     call_args = ["x", "weight", *(["bias"] if bias else []), "out", *(f"a{i}" for i in range(len(ptrs))),
                  "C", "H", "W", "KS", "KS // 2"]
-    lines = ["B, C, H, W = x.shape", "KS = weight.shape[2]", "out = torch.empty_like(x)"]
+    ccap, pcap = style.pick(((8, 256), (16, 128), (16, 64), (32, 64), (4, 512), (16, 256)))
     warps = style.pick((2, 4, 4, 8))
-    if tiled:
-        hcap, wcap = style.pick(((8, 32), (16, 16), (4, 64), (16, 64)))
-        lines += [f"BLOCK_H = min({hcap}, triton.next_power_of_2(H))",
-                  f"BLOCK_W = min({wcap}, triton.next_power_of_2(W))",
-                  "grid = (B * C, triton.cdiv(H, BLOCK_H), triton.cdiv(W, BLOCK_W))",
-                  f"{kernel}[grid]({', '.join(call_args)}, BLOCK_H=BLOCK_H, BLOCK_W=BLOCK_W, num_warps={warps})"]
-    else:
-        cap = style.pick((128, 256, 512, 1024))
-        lines += [f"BLOCK = min({cap}, triton.next_power_of_2(H * W))",
-                  "grid = (B * C, triton.cdiv(H * W, BLOCK))",
-                  f"{kernel}[grid]({', '.join(call_args)}, BLOCK=BLOCK, num_warps={warps})"]
-    lines += ["return out"]
+    lines = ["B, C, H, W = x.shape", "KS = weight.shape[2]", "out = torch.empty_like(x)",
+             f"BLOCK_C = min({ccap}, triton.next_power_of_2(C))",
+             f"BLOCK_P = min({pcap}, triton.next_power_of_2(H * W))",
+             "grid = (B * triton.cdiv(C, BLOCK_C), triton.cdiv(H * W, BLOCK_P))",
+             f"{kernel}[grid]({', '.join(call_args)}, BLOCK_C=BLOCK_C, BLOCK_P=BLOCK_P, num_warps={warps})",
+             "return out"]
     return _launcher(prog, call, x, f"run_{stem}", lines, ptrs)
 
 
@@ -339,8 +329,7 @@ def emit_conv_transpose2d(call: OpCall, x: str, prog: Program, epilogue: list[Op
                        "sum_ci x[n, ci, i, j] * w[ci, co, di, dj]")
     b += _comment(prog, "GEMM rows = input pixels, cols = co * 4 + di * 2 + dj (weight (C_in, C_out, 2, 2) is "
                         "already that matrix)")
-    b += ["pid_m = tl.program_id(0)", "pid_n = tl.program_id(1)", "n = tl.program_id(2).to(tl.int64)",
-          "HW = H * W", "NCOL = C_out * 4",
+    b += ["HW = H * W", *_batch_fold(prog, "HW"), "NCOL = C_out * 4",
           "offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)", "offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
           "mask_m = offs_m < HW", "mask_n = offs_n < NCOL", "x_base = x_ptr + n * C_in * HW",
           "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)", *_dot_note(prog),
@@ -382,7 +371,7 @@ def emit_conv_transpose2d(call: OpCall, x: str, prog: Program, epilogue: list[Op
              f"BLOCK_M = min({bm}, max(16, triton.next_power_of_2(H * W)))",
              f"BLOCK_N = min({ncap}, max(16, triton.next_power_of_2(C_out * 4)))",
              f"BLOCK_K = min({kcap}, max(16, triton.next_power_of_2(C_in)))",
-             "grid = (triton.cdiv(H * W, BLOCK_M), triton.cdiv(C_out * 4, BLOCK_N), B)",
+             "grid = (B * triton.cdiv(H * W, BLOCK_M), triton.cdiv(C_out * 4, BLOCK_N))",
              f"{kernel}[grid]({', '.join(call_args)},",
              f"    BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, num_warps={warps})",
              "return out"]
