@@ -19,7 +19,12 @@ from kernelgym.coldstart.emit_pointwise import add_helpers, fill, pointwise_expr
 from kernelgym.coldstart.program import OpCall, Program
 
 RMS_EPS = 1.1920928955078125e-07  # nn.RMSNorm(eps=None): torch.finfo(torch.float32).eps for every dtype
+# Largest blocks a launcher uses before it loops (module-level so that a test can shrink them and
+# run the looping paths at the small CPU sizes).
 ROW_CAPS = (1024, 2048, 4096, 4096, 8192)
+BN_CAPS = (256, 512, 1024, 2048)
+BN_ROW_CAPS = (16, 32, 64)  # rows per chunk of the column-tiled BatchNorm1d
+SOFTMAX_C_CAPS = (32, 64, 128)
 
 
 @dataclass
@@ -78,7 +83,7 @@ def jit(prog: Program, name: str, params: list[str], body: list[str], comment: s
 def warps_expr(prog: Program, block: str) -> str:
     """num_warps for a launch: a fixed style draw, or derived from the block size at run time."""
     if prog.style.rng.random() < 0.5:
-        return str(prog.style.warps)
+        return f"{prog.style.warps} if {block} <= 1024 else 8"
     return f"4 if {block} <= 2048 else 8"
 
 
@@ -229,22 +234,24 @@ def emit_batch_norm(call: OpCall, x: str, prog: Program, epilogue: list[OpCall])
     base = f"{call.op}{''.join('_' + c.op for c in epilogue)}"[:48]
     index = {"col": "offs % W", "chan": "(offs // HW) % C"} if rank4 else {"col": "offs % C", "chan": "offs % C"}
     sizes = ["C", "HW", *(["W"] if rank4 else [])]
+    if not rank4 and style.rng.random() < 0.5:
+        return _batch_norm1d_tiled(call, x, prog, epilogue, base)
     split = style.rng.random() < 0.5
-    cap = style.pick((256, 512, 1024, 2048))
+    cap = style.pick(BN_CAPS)
     stats = [
         "c = tl.program_id(0).to(tl.int64)",
         "idx = tl.arange(0, BLOCK)",
         "acc = tl.zeros([BLOCK], dtype=tl.float32)",
         "for start in range(0, M, BLOCK):",
         "    i = start + idx",
-        "    offs = (i // HW) * C * HW + c * HW + i % HW",
+        "    offs = (i // HW).to(tl.int64) * C * HW + c * HW + i % HW",
         "    acc += tl.load(x_ptr + offs, mask=i < M, other=0.0).to(tl.float32)",
         "mean = tl.sum(acc, axis=0) / M",
         "acc2 = tl.zeros([BLOCK], dtype=tl.float32)",
         "for start in range(0, M, BLOCK):",
         "    i = start + idx",
         "    mask = i < M",
-        "    offs = (i // HW) * C * HW + c * HW + i % HW",
+        "    offs = (i // HW).to(tl.int64) * C * HW + c * HW + i % HW",
         "    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)",
         "    xc = tl.where(mask, x - mean, 0.0)",
         "    acc2 += xc * xc",
@@ -302,7 +309,7 @@ def emit_batch_norm(call: OpCall, x: str, prog: Program, epilogue: list[OpCall])
                 "for start in range(0, M, BLOCK):",
                 *indent(["i = start + idx",
                          "mask = i < M",
-                         "offs = (i // HW) * C * HW + c * HW + i % HW",
+                         "offs = (i // HW).to(tl.int64) * C * HW + c * HW + i % HW",
                          "x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)",
                          "v = x * scale + shift",
                          *epi.lines,
@@ -320,6 +327,44 @@ def emit_batch_norm(call: OpCall, x: str, prog: Program, epilogue: list[OpCall])
     return prog.call(fn, [x, f"{call.module}.weight", f"{call.module}.bias", f"{call.module}.eps", *epi.tensors])
 
 
+def _batch_norm1d_tiled(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], base: str) -> str:
+    """BatchNorm1d on (N, C) with coalesced loads: a program owns BLOCK_C features and walks the batch."""
+    style = prog.style
+    name = f"{base}_cols_kernel"
+    epi = epilogue_code(prog, name, epilogue, {"col": "offs % C", "chan": "offs % C"})
+    tile = ["r = (r0 + rs).to(tl.int64)", "mask = (r < N)[:, None] & cmask[None, :]",
+            "offs = r[:, None] * C + cols[None, :]",
+            "x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)"]
+    body = ["cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)", "cmask = cols < C",
+            "rs = tl.arange(0, BLOCK_R)",
+            "acc = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)",
+            "for r0 in range(0, N, BLOCK_R):", *indent([*tile, "acc += x"]),
+            "mean = tl.sum(acc, axis=0) / N",
+            "acc2 = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)",
+            "for r0 in range(0, N, BLOCK_R):",
+            *indent([*tile, "xc = tl.where(mask, x - mean[None, :], 0.0)", "acc2 += xc * xc"]),
+            "rstd = tl.rsqrt(tl.sum(acc2, axis=0) / N + eps)",
+            "w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)",
+            "b = tl.load(b_ptr + cols, mask=cmask, other=0.0).to(tl.float32)",
+            "scale = rstd * w",
+            "shift = b - mean * scale",
+            "for r0 in range(0, N, BLOCK_R):",
+            *indent([*tile, "v = x * scale[None, :] + shift[None, :]", *epi.lines,
+                     "tl.store(out_ptr + offs, v, mask=mask)"])]
+    k = jit(prog, name, ["x_ptr", "w_ptr", "b_ptr", "out_ptr", *epi.params, "N", "C", "eps",
+                         "BLOCK_R: tl.constexpr", "BLOCK_C: tl.constexpr"], body,
+            "BLOCK_C features per program: batch mean and biased variance down the rows, then normalise")
+    block_c = style.pick((16, 32, 64))
+    fn = prog.add_function(f"run_{base}", "\n".join([
+        f"def run_{base}({', '.join(['x', 'w', 'b', 'eps', *epi.launcher_params])}):",
+        "    x = x.contiguous()", "    out = torch.empty_like(x)", "    N, C = x.shape",
+        f"    BLOCK_R = min(triton.next_power_of_2(N), {style.pick(BN_ROW_CAPS)})",
+        f"    {k}[(triton.cdiv(C, {block_c}),)]({', '.join(['x', 'w', 'b', 'out', *epi.launcher_params, 'N', 'C', 'eps'])}, "
+        f"BLOCK_R=BLOCK_R, BLOCK_C={block_c}, num_warps={style.pick((2, 4, 8))})",
+        "    return out"]))
+    return prog.call(fn, [x, f"{call.module}.weight", f"{call.module}.bias", f"{call.module}.eps", *epi.tensors])
+
+
 # ----------------------------------------------------------------------------- softmax over channels
 
 def emit_softmax_channels(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) -> str:
@@ -328,7 +373,7 @@ def emit_softmax_channels(call: OpCall, x: str, prog: Program, epilogue: list[Op
     base = f"softmax_channels{''.join('_' + c.op for c in epilogue)}"[:48]
     index = {"col": "offs % W", "chan": "(offs // HW) % C"}
     block_hw = style.pick((16, 32, 64))
-    cap_c = style.pick((32, 64, 128))
+    cap_c = style.pick(SOFTMAX_C_CAPS)
     head = ["pid_hw = tl.program_id(0)", "n = tl.program_id(1).to(tl.int64)",
             "hw = pid_hw * BLOCK_HW + tl.arange(0, BLOCK_HW)", "hw_mask = hw < HW",
             "cs = tl.arange(0, BLOCK_C)", "base = n * C * HW"]

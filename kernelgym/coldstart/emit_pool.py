@@ -12,6 +12,8 @@ from __future__ import annotations
 from kernelgym.coldstart.emit_norms import Epilogue, epilogue_code, indent, jit, warps_expr
 from kernelgym.coldstart.program import OpCall, Program
 
+GAP_CAPS = (128, 256, 512, 1024)  # largest H * W chunk of the global average pool
+
 
 def _window(op: str, loads: list[str]) -> list[str]:
     """v from the window's loaded values x0.. (fp32)."""
@@ -116,7 +118,7 @@ def emit_global_avg_pool(call: OpCall, x: str, prog: Program, epilogue: list[OpC
     name = f"{base}_kernel"
     epi: Epilogue = epilogue_code(prog, name, epilogue, {"col": "offs % C", "chan": "offs % C"})
     br = style.pick((1, 2, 4, 8))
-    cap = style.pick((128, 256, 512, 1024))
+    cap = style.pick(GAP_CAPS)
     body = ["offs = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)",
             "mask = offs < ROWS",
             "cols = tl.arange(0, BLOCK_HW)",
