@@ -79,22 +79,22 @@ def emit_pool(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) -> st
         br = style.pick((4, 8, 16))
         if two_d:
             # program = BLOCK_R output rows x BLOCK_W output columns of one (n, c) plane
-            body = ["pid_w = tl.program_id(0)", "pid_h = tl.program_id(1)", "plane = tl.program_id(2).to(tl.int64)",
+            body = ["plane = tl.program_id(0).to(tl.int64)", "pid_h = tl.program_id(1)", "pid_w = tl.program_id(2)",
                     "oh = pid_h * BLOCK_R + tl.arange(0, BLOCK_R)", "ow = pid_w * BLOCK_W + tl.arange(0, BLOCK_W)",
                     "mask = (oh < OH)[:, None] & (ow < OW)[None, :]",
                     "src = plane * H * W + (2 * oh)[:, None] * W + (2 * ow)[None, :]",
                     "offs = plane * OH * OW + oh[:, None] * OW + ow[None, :]"]
-            grid = f"(triton.cdiv(OW, {bw}), triton.cdiv(OH, {br}), N * C)"
+            grid = f"(N * C, triton.cdiv(OH, {br}), triton.cdiv(OW, {bw}))"  # planes on axis 0: no 65535 limit
             comment = f"{kind} pool 2x2 / 2 over a BLOCK_R x BLOCK_W tile of one plane's outputs"
         else:
             # program = BLOCK_R rows of (B * C) x BLOCK_W outputs along the length
-            body = ["pid_w = tl.program_id(0)", "pid_r = tl.program_id(1)",
+            body = ["pid_r = tl.program_id(0)", "pid_w = tl.program_id(1)",
                     "r = (pid_r * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)",
                     "ol = pid_w * BLOCK_W + tl.arange(0, BLOCK_W)",
                     "mask = (r < ROWS)[:, None] & (ol < OL)[None, :]",
                     "src = r[:, None] * L + (2 * ol)[None, :]",
                     "offs = r[:, None] * OL + ol[None, :]"]
-            grid = f"(triton.cdiv(OL, {bw}), triton.cdiv(ROWS, {br}))"
+            grid = f"(triton.cdiv(ROWS, {br}), triton.cdiv(OL, {bw}))"
             comment = f"{kind} pool 2 / 2 over a BLOCK_R x BLOCK_W tile of (row, output position)"
             sizes = ["ROWS", *sizes]
         body += [*_window(call.op, [_load(t, "mask") for t in taps]), *epi.lines,
