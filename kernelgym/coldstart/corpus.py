@@ -181,6 +181,7 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
     tasks: dict[str, Any] = {}
     candidates: dict[str, Candidate] = {}
     skipped: Counter[str] = Counter()
+    skipped_ids: set[str] = set()
     accepted = 0
     columns = (TextColumn("[bold]coldstart[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
@@ -190,7 +191,9 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
         stream = iter_tasks(config)
         exhausted = False
         while accepted < config.n and not exhausted:
-            while len(pending) < config.chunk:
+            # no more answers in flight than the missing verified ones (plus a little for rejects)
+            want = min(config.chunk, max(2, int(1.2 * (config.n - accepted)) + 1))
+            while len(pending) < want:
                 try:
                     candidate, why = next(stream)
                 except StopIteration:
@@ -199,6 +202,8 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
                 candidates[candidate.task_id] = candidate
                 if why:
                     skipped[why] += 1
+                    if why != "unsupported":  # a task nobody can answer yet still belongs in the task set
+                        skipped_ids.add(candidate.task_id)
                     continue
                 tasks[candidate.task_id] = candidate.task()
                 pending += _answers(config, candidate)
@@ -216,6 +221,7 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
                 _judge(repairs[i:i + config.chunk], tasks, config, log, jcfg)
     rows = corpus_rows(config, log, tasks, candidates)
     paths = write_corpus(rows, out)
+    paths += write_tasks(config, candidates, skipped_ids, out / "tasks")
     stats = corpus_stats(config, log, tasks, candidates, skipped, rows, time.perf_counter() - start)
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     stats["files"] = [str(p) for p in paths]
@@ -289,6 +295,30 @@ def write_corpus(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         ds.to_parquet(str(out / f"{split}.parquet"))
         paths.append(out / f"{split}.parquet")
     return [*paths, out / "dataset"]
+
+
+def write_tasks(config: ColdstartConfig, candidates: dict[str, Candidate], skipped: set[str], out: Path) -> list[Path]:
+    """The tasks the corpus was built on, as a generated task set (`gen:OUT/tasks[:heldout]`), with the
+    same splits: evaluate a model on `gen:OUT/tasks:heldout`, tasks whose op chains SFT never saw.
+    Duplicates and tasks outside the size estimate are left out, as `tasks generate` leaves them out."""
+    from kernelgym.taskgen.dataset import rows_by_split, write_split
+
+    fmt = "parquet"
+    try:
+        import datasets  # noqa: F401
+    except ImportError:
+        fmt = "jsonl"
+    rows = []
+    for tid, c in candidates.items():
+        if tid in skipped:
+            continue
+        task = c.task()
+        rows.append({"task_id": tid, "name": task.name, "code": task.source, "level": task.level,
+                     "problem_id": task.problem_id, "split": split_of(c.signature, config.heldout_fraction),
+                     **c.metadata(), "eager_ms": None, "ast_hash": code_hash(c.source), "notes": [],
+                     "seed": c.seed, "index": c.index})
+    out.mkdir(parents=True, exist_ok=True)
+    return [write_split(rs, out / split, fmt) for split, rs in rows_by_split(rows).items()]
 
 
 def corpus_stats(config: ColdstartConfig, log: Log, tasks: dict[str, Any], candidates: dict[str, Candidate],
