@@ -14,31 +14,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-train_check_out}"; mkdir -p "$out"
-stash="${STASH:-/tmp/kernelgym_carry}"; mkdir -p "$stash"
-gguf=SmolLM2-135M-Instruct.Q4_1.gguf
-
-for f in .carry/smollm2/"$gguf".part* .carry/smollm2/"$gguf".sha256; do
-  [[ -f $f ]] && cp "$f" "$stash/"
-done
-if [[ ! -f $stash/$gguf ]]; then
-  missing=""
-  for p in part0 part1 sha256; do [[ -f $stash/$gguf.$p ]] || missing+=" $gguf.$p"; done
-  if [[ -n $missing ]]; then
-    echo "stashed in $stash: $(cd "$stash" && ls | tr '\n' ' ')"
-    echo "still missing:$missing -- carry them (with .whl/train) in the next call, while this machine is warm"
-    exit 3
-  fi
-  cat "$stash/$gguf.part0" "$stash/$gguf.part1" > "$stash/$gguf"
-  (cd "$stash" && sha256sum -c "$gguf.sha256") || { rm -f "$stash/$gguf"; echo "GGUF checksum mismatch"; exit 1; }
-  rm -f "$stash/$gguf.part0" "$stash/$gguf.part1"
-fi
-[[ -d .whl/train ]] || { echo "carry .whl/train (the wheels) in this call"; exit 3; }
-# datasets 5.2 wants pyarrow >= 24, 4.7 (with older dill and multiprocess) pyarrow >= 21: take what the image fits.
-arrow=$(python3 -c "import pyarrow; print(pyarrow.__version__.split('.')[0])" 2>/dev/null || echo 0)
-ds=ds4; [[ $arrow -ge 24 ]] && ds=ds5
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-  .whl/train/common/*.whl .whl/train/$ds/*.whl || exit 1
-export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1 KERNELGYM_SMOLLM2_GGUF="$stash/$gguf"
+source launch/smollm2_env.sh
+smollm2_setup || exit $?
 
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

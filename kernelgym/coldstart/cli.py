@@ -20,6 +20,9 @@ def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
     c.add_argument("--jobs", type=int, default=0, help="concurrent judge processes (0: one per core, at most 8)")
     c.add_argument("--max-tasks", type=int, default=0, help="give up after this many generated tasks (0: 4 * n)")
     c.add_argument("--trials", type=int, default=0, help="correctness trials per answer (0: the judge's default)")
+    c.add_argument("--max-seconds", type=float, default=0.0,
+                   help="stop judging new answers after this long and write what passed (0: never)")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.set_defaults(func=_cmd_coldstart)
 
 
@@ -34,8 +37,8 @@ def _cmd_coldstart(args: argparse.Namespace) -> int:
     config = ColdstartConfig(n=args.n, out=str(args.out), device=args.device, seed=args.seed,
                              answers_per_task=args.answers_per_task, repair_fraction=args.repair_fraction,
                              heldout_fraction=args.heldout_fraction, jobs=args.jobs, max_tasks=args.max_tasks,
-                             trials=args.trials)
-    stats = build(config)
+                             trials=args.trials, max_seconds=args.max_seconds)
+    stats = build(config, progress=not args.no_progress)
     keys = ("rows", "rows_by_kind", "rows_by_split", "tasks_attempted", "tasks_answered", "task_coverage",
             "acceptance_rate", "op_coverage", "ops_never_answered", "seconds")
     print(json.dumps({k: stats[k] for k in keys}, indent=2))

@@ -47,6 +47,8 @@ class ColdstartConfig:
     max_tasks: int = field(default=0, metadata={"help": "give up after this many generated tasks (0: 4 * n)"})
     trials: int = field(default=0, metadata={"help": "correctness trials per answer (0: the judge's default)"})
     chunk: int = field(default=64, metadata={"help": "answers judged per batch (progress is saved after each)"})
+    max_seconds: float = field(default=0.0, metadata={"help": "stop judging new answers after this long, keep what "
+                                                      "passed (0: never); repairs get a quarter of it on top"})
 
     def __post_init__(self) -> None:
         if self.n < 1 or self.answers_per_task < 1 or self.jobs < 0 or self.max_tasks < 0 or self.trials < 0:
@@ -55,8 +57,8 @@ class ColdstartConfig:
             raise ValueError(f"repair_fraction must be in [0, 1], not {self.repair_fraction}")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
-        if self.chunk < 1:
-            raise ValueError("chunk must be >= 1")
+        if self.chunk < 1 or self.max_seconds < 0:
+            raise ValueError("chunk must be >= 1 and max_seconds >= 0")
         split_of("", self.heldout_fraction)  # validates the fraction
 
 
@@ -190,7 +192,10 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
         pending: list[Attempt] = []
         stream = iter_tasks(config)
         exhausted = False
-        while accepted < config.n and not exhausted:
+        def out_of_time(extra: float = 0.0) -> bool:
+            return bool(config.max_seconds) and time.perf_counter() - start >= config.max_seconds * (1 + extra)
+
+        while accepted < config.n and not exhausted and not out_of_time():
             # no more answers in flight than the missing verified ones (plus a little for rejects)
             want = min(config.chunk, max(2, int(1.2 * (config.n - accepted)) + 1))
             while len(pending) < want:
@@ -218,6 +223,8 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
         if repairs:
             bar.update(job, description=f"judging {len(repairs)} repair examples")
             for i in range(0, len(repairs), config.chunk):
+                if out_of_time(0.25):
+                    break
                 _judge(repairs[i:i + config.chunk], tasks, config, log, jcfg)
     rows = corpus_rows(config, log, tasks, candidates)
     paths = write_corpus(rows, out)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Issue 16 on one GPU machine, in stages (STAGE=corpus|sft|eval, or a comma list):
+#   corpus  the verified cold-start corpus on the machine's 16 CPU cores (interpreter, small size),
+#           then a sample judged at the full size on the GPU; both come back as $OUT/coldstart*.tgz
+#   sft     full fine-tuning of SmolLM2-135M-Instruct on it (configs/sft_smollm2_h100.yaml)
+#   eval    `kernelgym eval` of the base model and of the SFT checkpoint on the corpus's held-out
+#           task set (op chains SFT never saw), full size on the GPU
+# Files stay on a warm machine between calls (runs/ is git-ignored): run the stages in consecutive
+# calls. SmolLM2's GGUF comes in two halves (.carry/smollm2, see launch/smollm2_env.sh): carry one
+# with the corpus stage and the other with the sft stage.
+# env: N=1500 NCUDA=120 SEED=0 JOBS=15 MAX_SECONDS=360 LIMIT=200 SAMPLES=1 MAX_NEW=2048 MODELS="base sft"
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-coldstart_check_out}"; mkdir -p "$out"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+source launch/smollm2_env.sh
+stage="${STAGE:-corpus}"; seed="${SEED:-0}"
+rc=0
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$out/env.txt"
+
+if [[ ,$stage, == *,corpus,* ]]; then
+  smollm2_setup > "$out/smollm2_setup.txt" 2>&1  # stashes the half carried now; the sft stage completes it
+  start=$SECONDS
+  python3 -m kernelgym.cli data coldstart --n "${N:-1500}" --out runs/coldstart --device cpu --seed "$seed" \
+    --jobs "${JOBS:-15}" --max-seconds "${MAX_SECONDS:-360}" --no-progress 2>&1 | tail -40 > "$out/corpus.log" || rc=1
+  echo "corpus wall seconds: $((SECONDS - start))" >> "$out/corpus.log"
+  start=$SECONDS
+  python3 -m kernelgym.cli data coldstart --n "${NCUDA:-120}" --out runs/coldstart_cuda --device cuda --seed "$seed" \
+    --jobs 8 --repair-fraction 0 --max-seconds "${CUDA_SECONDS:-120}" --no-progress 2>&1 | tail -40 > "$out/corpus_cuda.log" || rc=1
+  echo "cuda wall seconds: $((SECONDS - start))" >> "$out/corpus_cuda.log"
+  tar czf "$out/coldstart.tgz" -C runs coldstart coldstart_cuda --exclude dataset
+fi
+
+if [[ ,$stage, == *,sft,* ]]; then
+  smollm2_setup > "$out/smollm2_setup.txt" 2>&1 || { cat "$out/smollm2_setup.txt"; exit 3; }
+  [[ -f runs/coldstart/train.jsonl ]] || { echo "no corpus on this machine: run STAGE=corpus first"; exit 3; }
+  start=$SECONDS
+  python3 -m accelerate.commands.launch --config_file configs/accelerate/single_gpu.yaml train/sft.py \
+    --config configs/sft_smollm2_h100.yaml --data runs/coldstart/train.jsonl --output_dir runs/sft_smollm2 \
+    ${SFT_ARGS:-} > "$out/sft.log" 2>&1 || rc=1
+  echo "sft wall seconds: $((SECONDS - start))" >> "$out/sft.log"
+  grep -E "'loss'|train_runtime" "$out/sft.log" | tail -60 > "$out/sft_loss.txt"
+fi
+
+if [[ ,$stage, == *,eval,* ]]; then
+  smollm2_setup > "$out/smollm2_setup.txt" 2>&1 || { cat "$out/smollm2_setup.txt"; exit 3; }
+  for name in ${MODELS:-base sft}; do
+    model="gguf:$SMOLLM2_GGUF"; [[ $name == sft ]] && model=runs/sft_smollm2
+    start=$SECONDS
+    python3 -m kernelgym.cli eval --model "$model" --tasks gen:runs/coldstart/tasks:heldout --limit "${LIMIT:-200}" \
+      --samples "${SAMPLES:-1}" --max-new-tokens "${MAX_NEW:-2048}" --gen-batch "${GEN_BATCH:-128}" --reps 10 \
+      --no-compile-baseline --no-audit --no-progress --out "runs/eval_$name" > "$out/eval_$name.log" 2>&1 || rc=1
+    echo "eval $name wall seconds: $((SECONDS - start))" >> "$out/eval_$name.log"
+  done
+  tar czf "$out/eval.tgz" -C runs $(cd runs && ls -d eval_* 2>/dev/null)
+fi
+exit $rc
