@@ -40,6 +40,12 @@ def _dot_note(prog: Program) -> list[str]:
             "# are the bf16 products, accumulated in fp32 (fp32 data would need input_precision=\"ieee\")"]
 
 
+def _kcap(prog: Program, cap: int) -> int:
+    """fp32 tiles (fp32 data, widened bf16) are twice as wide: a 128x128 tile pair with BLOCK_K 64 in
+    three pipeline stages would need ~192 KiB of shared memory, so their reduction block stops at 32."""
+    return cap if prog.dtype == "float16" else min(cap, 32)
+
+
 def _batch_fold(prog: Program, npos: str) -> list[str]:
     """Axis 0 runs over (sample, row tile): the batch can outgrow grid axes 1 and 2 (65535)."""
     return [*_comment(prog, "axis 0 = (sample, row tile); axis 1 = column tile"),
@@ -226,7 +232,7 @@ def _gemm_conv(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], dims
     else:
         bm = style.pick((32, 64, 64, 128))
         ncap = style.pick((32, 64, 128))
-        kcap = style.pick((16, 32, 32, 64))
+        kcap = _kcap(prog, style.pick((16, 32, 32, 64)))
         warps = style.pick((4, 4, 8))
         lines += [f"BLOCK_M = min({bm}, max(16, triton.next_power_of_2(npos)))",
                   f"BLOCK_N = min({ncap}, max(16, triton.next_power_of_2(C_out)))",
@@ -364,7 +370,7 @@ def emit_conv_transpose2d(call: OpCall, x: str, prog: Program, epilogue: list[Op
         ["@triton.jit", f"def {stem}_kernel({', '.join(p)}):", *_indent(b)]))
     call_args = ["x", "weight", *(["bias"] if bias else []), "out", *(f"a{i}" for i in range(len(ptrs))),
                  "C_in", "H", "W", "C_out"]
-    bm, ncap, kcap = style.pick((32, 64, 128)), style.pick((32, 64, 128)), style.pick((16, 32, 64))
+    bm, ncap, kcap = style.pick((32, 64, 128)), style.pick((32, 64, 128)), _kcap(prog, style.pick((16, 32, 64)))
     warps = style.pick((4, 4, 8))
     lines = ["B, C_in, H, W = x.shape", "C_out = weight.shape[1]",
              "out = torch.empty((B, C_out, 2 * H, 2 * W), device=x.device, dtype=x.dtype)",
