@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Issue 16 on one GPU machine, in stages (STAGE=corpus|sft|eval, or a comma list):
-#   corpus  the verified cold-start corpus on the machine's 16 CPU cores (interpreter, small size),
-#           then a sample judged at the full size on the GPU; both come back as $OUT/coldstart*.tgz
+#   corpus  the verified cold-start corpus, judged at the full size on the GPU (DEVICE=cpu: the
+#           interpreter on the box's CPU cores); comes back as $OUT/coldstart.tgz
 #   sft     full fine-tuning of SmolLM2-135M-Instruct on it (configs/sft_smollm2_h100.yaml)
 #   eval    `kernelgym eval` of the base model and of the SFT checkpoint on the corpus's held-out
 #           task set (op chains SFT never saw), full size on the GPU
 # Files stay on a warm machine between calls (runs/ is git-ignored): run the stages in consecutive
 # calls. SmolLM2's GGUF comes in two halves (.carry/smollm2, see launch/smollm2_env.sh): carry one
 # with the corpus stage and the other with the sft stage.
-# env: N=1500 NCUDA=120 SEED=0 JOBS=15 MAX_SECONDS=360 LIMIT=200 SAMPLES=1 MAX_NEW=2048 MODELS="base sft"
+# env: N=1500 DEVICE=cuda JOBS=14 NCPU= SEED=0 MAX_SECONDS=360 LIMIT=200 SAMPLES=1 MAX_NEW=2048 MODELS="base sft"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-coldstart_check_out}"; mkdir -p "$out"
@@ -21,15 +21,20 @@ rc=0
 
 if [[ ,$stage, == *,corpus,* ]]; then
   smollm2_setup > "$out/smollm2_setup.txt" 2>&1  # stashes the half carried now; the sft stage completes it
+  # DEVICE=cuda (default): every answer judged at the full size on the GPU; DEVICE=cpu: the interpreter
+  # at the small size on the box's CPU cores. A second call resumes the same directory.
+  device="${DEVICE:-cuda}"; jobs="${JOBS:-14}"
+  # a directory judged on the other device (or before corpus.json existed) starts again
+  grep -qs "\"device\": \"$device\"" runs/coldstart/corpus.json || rm -rf runs/coldstart
   start=$SECONDS
-  python3 -m kernelgym.cli data coldstart --n "${N:-1500}" --out runs/coldstart --device cpu --seed "$seed" \
-    --jobs "${JOBS:-15}" --max-seconds "${MAX_SECONDS:-360}" --no-progress 2>&1 | tail -40 > "$out/corpus.log" || rc=1
-  echo "corpus wall seconds: $((SECONDS - start))" >> "$out/corpus.log"
-  start=$SECONDS
-  python3 -m kernelgym.cli data coldstart --n "${NCUDA:-120}" --out runs/coldstart_cuda --device cuda --seed "$seed" \
-    --jobs 8 --repair-fraction 0 --max-seconds "${CUDA_SECONDS:-120}" --no-progress 2>&1 | tail -40 > "$out/corpus_cuda.log" || rc=1
-  echo "cuda wall seconds: $((SECONDS - start))" >> "$out/corpus_cuda.log"
-  tar czf "$out/coldstart.tgz" -C runs coldstart coldstart_cuda --exclude dataset
+  python3 -m kernelgym.cli data coldstart --n "${N:-1500}" --out runs/coldstart --device "$device" --seed "$seed" \
+    --jobs "$jobs" --max-seconds "${MAX_SECONDS:-360}" --no-progress 2>&1 | tail -60 > "$out/corpus.log" || rc=1
+  echo "corpus ($device) wall seconds: $((SECONDS - start))" >> "$out/corpus.log"
+  if [[ -n ${NCPU:-} ]]; then  # a small interpreter sample beside it, for comparison
+    python3 -m kernelgym.cli data coldstart --n "$NCPU" --out runs/coldstart_cpu --device cpu --seed "$seed" \
+      --jobs 8 --repair-fraction 0 --max-seconds "${CPU_SECONDS:-60}" --no-progress 2>&1 | tail -60 > "$out/corpus_cpu.log"
+  fi
+  tar czf "$out/coldstart.tgz" --exclude dataset -C runs $(cd runs && ls -d coldstart coldstart_cpu 2>/dev/null)
 fi
 
 if [[ ,$stage, == *,sft,* ]]; then

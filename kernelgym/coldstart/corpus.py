@@ -72,6 +72,7 @@ class Attempt:
     answer: str
     style: dict[str, Any]
     status: str = ""
+    message: str = ""  # the judge's one-line verdict (why an answer was refused, for the stats)
     feedback: str = ""  # the rendered feedback (repair attempts: what the model is shown)
     corruption: str = ""
     fixed: str = ""  # repair attempts: the verified answer the broken one came from
@@ -164,6 +165,7 @@ def _judge(attempts: list[Attempt], tasks: dict[str, Any], config: ColdstartConf
     per = (time.perf_counter() - start) / len(todo)
     for a, r in zip(todo, results, strict=True):
         a.status = r.status.value
+        a.message = (r.message or r.error or "")[:300]
         a.seconds = round(per, 3)
         if a.kind == REPAIR:
             a.feedback = render_feedback(r, feedback_chars)
@@ -177,6 +179,7 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
+    _claim(out, config)
     log = Log(out / "judged.jsonl")
     jcfg = judge_config(config)
     start = time.perf_counter()
@@ -233,6 +236,21 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     stats["files"] = [str(p) for p in paths]
     return stats
+
+
+def _claim(out: Path, config: ColdstartConfig) -> None:
+    """Record what the directory's verdicts depend on; refuse to resume one built differently
+    (a verdict on the interpreter at the small size is not one at the full size on a GPU)."""
+    key = {"seed": config.seed, "device": "cpu" if config.device == "cpu" else "cuda",
+           "trials": config.trials, "heldout_fraction": config.heldout_fraction}
+    path = out / "corpus.json"
+    if path.is_file():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        if before != key:
+            diff = ", ".join(f"{k} {before.get(k)!r} -> {v!r}" for k, v in key.items() if before.get(k) != v)
+            raise ValueError(f"{out} holds a corpus built with other settings ({diff}): "
+                             "choose another --out, or delete it to start again")
+    path.write_text(json.dumps(key) + "\n", encoding="utf-8")
 
 
 def _repair_attempts(config: ColdstartConfig, verified: list[Attempt]) -> list[Attempt]:
@@ -348,6 +366,7 @@ def corpus_stats(config: ColdstartConfig, log: Log, tasks: dict[str, Any], candi
                                                    - skipped.get("estimate", 0)), 4),
         "acceptance_rate": round(len(ok_singles) / max(1, len(singles)), 4),
         "status_of_singles": dict(Counter(a.status for a in singles)),
+        "refusals": dict(Counter(f"{a.status}: {a.message[:120]}" for a in singles if a.status != "ok").most_common(12)),
         "repair_broken_status": dict(Counter(a.status for a in repairs)),
         "repair_corruptions": dict(Counter(a.corruption for a in repairs if a.status != "ok")),
         "op_coverage": round(len(set(ops_answered)) / len(library), 4),
