@@ -10,7 +10,7 @@ entropy as logsumexp(x) - x[target].
 
 from __future__ import annotations
 
-from kernelgym.coldstart.emit_rows import LSE_VARIANTS, Pass, RowSpec, _lse_passes, emit_row_op
+from kernelgym.coldstart.emit_rows import LSE_VARIANTS, LSE_WHOLE, Pass, RowSpec, _lse_passes, emit_row_op
 from kernelgym.coldstart.program import OpCall, Program
 
 COSINE_EPS = 1e-8
@@ -65,7 +65,8 @@ def loss_spec(call: OpCall, prog: Program) -> tuple[RowSpec, tuple[tuple[str, st
         final = Pass(init=("lse = m + tl.log(s)", "acc = tl.zeros([BLOCK], dtype=tl.float32)"),
                      body=("xlogy = tl.where(t > 0.0, t * tl.log(t), 0.0)", "acc += xlogy - t * (x - lse)"))
         return RowSpec((*passes, final), result="tl.sum(acc, axis=0)", target="row",
-                       comment="sum of t log t - t log_softmax(x): logsumexp pass, then the sum"), ()
+                       comment="sum of t log t - t log_softmax(x): logsumexp pass, then the sum",
+                       whole=(LSE_WHOLE, final)), ()
     if op == "cosine_loss":
         p = Pass(init=("dot = tl.zeros([BLOCK], dtype=tl.float32)", "xx = tl.zeros([BLOCK], dtype=tl.float32)",
                        "tt = tl.zeros([BLOCK], dtype=tl.float32)"),
@@ -77,7 +78,7 @@ def loss_spec(call: OpCall, prog: Program) -> tuple[RowSpec, tuple[tuple[str, st
     if op == "cross_entropy":
         passes = _lse_passes(rng.choice(LSE_VARIANTS))
         return RowSpec(passes, result="m + tl.log(s) - x_t", target="class",
-                       comment="logsumexp(x) - x[target]"), ()
+                       comment="logsumexp(x) - x[target]", whole=(LSE_WHOLE,)), ()
     raise KeyError(op)
 
 

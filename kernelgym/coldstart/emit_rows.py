@@ -20,7 +20,9 @@ from kernelgym.coldstart.emit_pointwise import add_helpers, fill, pointwise_expr
 from kernelgym.coldstart.program import OpCall, PointwiseExpr, Program
 
 NEG_INF = '-float("inf")'
-CAPS = (512, 1024, 1024, 2048, 4096)
+CAPS = (512, 1024, 1024, 2048, 4096)  # chunk width of the looping kernel
+RESIDENT_CAPS = (1024, 2048, 4096)  # widest row the whole-row kernel takes (longer rows loop)
+RESIDENT_SHARE = 0.4  # answers that add a whole-row kernel for rows up to its cap
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class RowSpec:
     result: str = ""
     target: str = ""
     comment: str = ""
+    whole: tuple[Pass, ...] | None = None  # the passes when the whole row sits in one block (default: `passes`)
+    whole_write: Pass | None = None  # ... and the write pass then (default: `write`)
 
 
 # --- the softmax statistics (max m and sum s of exp(x - m)), three ways --------------------------
@@ -71,6 +75,8 @@ def _lse_passes(variant: str) -> tuple[Pass, ...]:
 
 
 LSE_VARIANTS = ("online_vec", "online_scalar", "two_pass")
+# the whole row in registers: max and sum directly (masked lanes are -inf, exp gives 0)
+LSE_WHOLE = Pass(body=("m = tl.max(x, axis=0)", "s = tl.sum(tl.exp(x - m), axis=0)"), other=NEG_INF)
 
 
 def _sum_pass(term: str, name: str = "acc", other: str = "0.0") -> Pass:
@@ -89,18 +95,21 @@ def row_spec(op: str, style_rng_choice) -> RowSpec:
     if op == "cumsum":
         return RowSpec((), write=Pass(init=("carry = tl.zeros((), dtype=tl.float32)",),
                                       body=("v = tl.cumsum(x, axis=0) + carry", "carry += tl.sum(x, axis=0)")),
-                       comment="inclusive scan, chunk by chunk, carrying the running total")
+                       comment="inclusive scan in fp32 (chunks carry the running total)",
+                       whole_write=Pass(body=("v = tl.cumsum(x, axis=0)",)))
     if op in ("softmax", "log_softmax", "logsumexp"):
         passes = _lse_passes(style_rng_choice(LSE_VARIANTS))
         if op == "softmax":
             inv = style_rng_choice((True, False))
             write = Pass(init=("inv_s = 1.0 / s",), body=("v = tl.exp(x - m) * inv_s",)) if inv else \
                 Pass(body=("v = tl.exp(x - m) / s",))
-            return RowSpec(passes, write=write, comment="max-subtracted softmax: row max m, sum s of exp(x - m)")
+            return RowSpec(passes, write=write, comment="max-subtracted softmax: row max m, sum s of exp(x - m)",
+                           whole=(LSE_WHOLE,))
         if op == "log_softmax":
             return RowSpec(passes, write=Pass(init=("lse = m + tl.log(s)",), body=("v = x - lse",)),
-                           comment="x - logsumexp(x), with the row max subtracted before exp")
-        return RowSpec(passes, result="m + tl.log(s)", comment="logsumexp with the row max subtracted before exp")
+                           comment="x - logsumexp(x), with the row max subtracted before exp", whole=(LSE_WHOLE,))
+        return RowSpec(passes, result="m + tl.log(s)", comment="logsumexp with the row max subtracted before exp",
+                       whole=(LSE_WHOLE,))
     if op == "l2_normalize":
         return RowSpec((Pass(init=("acc = tl.zeros([BLOCK], dtype=tl.float32)",), body=("acc += x * x",),
                              post=("inv_norm = 1.0 / tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), 1e-12)",)),),
@@ -137,6 +146,51 @@ def _loop(p: Pass, spec: RowSpec, tail: list[str]) -> list[str]:
     return lines
 
 
+def _head(spec: RowSpec) -> list[str]:
+    lines = ["row = tl.program_id(0).to(tl.int64)", "x_row = x_ptr + row * N"]
+    if spec.target == "row":
+        lines.append("t_row = t_ptr + row * N")
+    if spec.write is not None:
+        lines.append("out_row = out_ptr + row * N")
+    return lines
+
+
+def _finish(spec: RowSpec) -> list[str]:
+    return [] if spec.write is not None else [f"tl.store(out_ptr + row, {spec.result})"]
+
+
+def _class_target(spec: RowSpec) -> list[str]:
+    return ["tgt = tl.load(t_ptr + row)", "x_t = tl.load(x_row + tgt).to(tl.float32)"] if spec.target == "class" else []
+
+
+def _looped_body(spec: RowSpec, tail: list[str]) -> list[str]:
+    """Every pass walks the row in BLOCK chunks: any N."""
+    body = _head(spec)
+    for p in spec.passes:
+        body += _loop(p, spec, [])
+    body += _class_target(spec)
+    if spec.write is not None:
+        body += _loop(spec.write, spec, tail)
+    return body + _finish(spec)
+
+
+def _resident_body(spec: RowSpec, tail: list[str]) -> list[str]:
+    """The row is loaded once (BLOCK >= N) and every pass works on the registers."""
+    body = _head(spec) + ["cols = tl.arange(0, BLOCK)", "mask = cols < N",
+                          "x_in = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)"]
+    if spec.target == "row":
+        body.append("t = tl.load(t_row + cols, mask=mask, other=0.0).to(tl.float32)")
+    for p in spec.whole or spec.passes:
+        body.append("x = x_in" if p.other == "0.0" else f"x = tl.where(mask, x_in, {p.other})")
+        body += [*p.init, *p.body, *p.post]
+    body += _class_target(spec)
+    if spec.write is not None:
+        body.append("x = x_in")
+        write = spec.whole_write or spec.write
+        body += [*write.init, *write.body, *tail]
+    return body + _finish(spec)
+
+
 def emit_row_op(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], spec: RowSpec,
                 helpers: tuple[tuple[str, str], ...] = ()) -> str:
     """Kernel + launcher for `spec` applied to `x` (and `call.inputs[0]` as target); returns the output variable."""
@@ -152,26 +206,13 @@ def emit_row_op(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], spe
     base = "_".join([call.op, *(c.op for c in epilogue)])[:48]
     name = f"{base}_rows_kernel"
 
-    body = ["row = tl.program_id(0).to(tl.int64)", "x_row = x_ptr + row * N"]
-    if spec.target == "row":
-        body.append("t_row = t_ptr + row * N")
-    if same_shape:
-        body.append("out_row = out_ptr + row * N")
-    for p in spec.passes:
-        body += _loop(p, spec, [])
-    if spec.target == "class":
-        body += ["tgt = tl.load(t_ptr + row)", "x_t = tl.load(x_row + tgt).to(tl.float32)"]
-    if same_shape:
-        tail = []
-        if exprs:
-            tail.append("offs = row * N + cols")
-            if "chan" in needs:
-                tail.append("chan = (offs // HW) % C")
-            tail += [line for e in exprs for line in fill(e, "offs", "mask", col="cols")]
-        tail.append("tl.store(out_row + cols, v, mask=mask)")
-        body += _loop(spec.write, spec, tail)
-    else:
-        body.append(f"tl.store(out_ptr + row, {spec.result})")
+    tail = []
+    if exprs:
+        tail.append("offs = row * N + cols")
+        if "chan" in needs:
+            tail.append("chan = (offs // HW) % C")
+        tail += [line for e in exprs for line in fill(e, "offs", "mask", col="cols")]
+    tail.append("tl.store(out_row + cols, v, mask=mask)")
 
     params = ["x_ptr", *(["t_ptr"] if spec.target else []), "out_ptr", *(p for p, _ in ptrs), "N",
               *(["C", "HW"] if "chan" in needs else []), "BLOCK: tl.constexpr"]
@@ -181,12 +222,22 @@ def emit_row_op(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], spe
             f"triton.Config({{}}, num_warps={w})" for w in (2, 4, 8)) + "],", "    key=['N'],", ")", "@triton.jit"]
     else:
         deco = ["@triton.jit"]
-    comment = []
-    if style.comments:
-        what = spec.comment or call.op
-        comment = [f"    # one program per row: {what}" + (f"; then {', '.join(c.op for c in epilogue)}" if epilogue else "")]
-    kernel = prog.add_kernel(name, "\n".join([*deco, f"def {name}({', '.join(params)}):", *comment,
-                                              *(f"    {line}" for line in body)]))
+    resident = rng.random() < RESIDENT_SHARE
+
+    def kernel_source(kname: str, whole_row: bool) -> str:
+        comment = []
+        if style.comments:
+            what = spec.comment or call.op
+            how = "the whole row in one block" if whole_row else "the row in BLOCK chunks"
+            comment = [f"    # one program per row, {how}: {what}"
+                       + (f"; then {', '.join(c.op for c in epilogue)}" if epilogue else "")]
+        body = _resident_body(spec, tail) if whole_row else _looped_body(spec, tail)
+        return "\n".join([*deco, f"def {kname}({', '.join(params)}):", *comment, *(f"    {line}" for line in body)])
+
+    kernel = prog.add_kernel(name, kernel_source(name, False))
+    if resident:
+        one = f"{base}_row_block_kernel"
+        one = prog.add_kernel(one, kernel_source(one, True))
 
     cap = rng.choice(CAPS)
     fn_params = ["x", *(["t"] if spec.target else []), *(f"a{i}" for i in range(len(ptrs)))]
@@ -198,17 +249,28 @@ def emit_row_op(call: OpCall, x: str, prog: Program, epilogue: list[OpCall], spe
                  "    out = torch.empty(x.shape[:-1], dtype=x.dtype, device=x.device)")
     if "chan" in needs:
         lines += ["    C = x.shape[1] if x.dim() > 1 else 1", "    HW = x.shape[2] * x.shape[3] if x.dim() == 4 else 1"]
-    lines.append(f"    BLOCK = min(triton.next_power_of_2(N), {cap})")
-    meta = "BLOCK=BLOCK"
-    if not autotune:
-        if rng.random() < 0.5:
-            lines.append("    num_warps = 4 if BLOCK <= 1024 else 8")
-            meta += ", num_warps=num_warps"
-        else:
-            meta += f", num_warps={style.warps}"
     args = ["x", *(["t"] if spec.target else []), "out", *(f"a{i}" for i in range(len(ptrs))), "N",
             *(["C", "HW"] if "chan" in needs else [])]
-    lines += [f"    {kernel}[(rows,)]({', '.join(args)}, {meta})", "    return out"]
+    warps_rule = not autotune and rng.random() < 0.5
+
+    def launch(k: str, indent: str) -> list[str]:
+        out, meta = [], "BLOCK=BLOCK"
+        if warps_rule:
+            out.append(f"{indent}num_warps = 4 if BLOCK <= 1024 else 8")
+            meta += ", num_warps=num_warps"
+        elif not autotune:
+            meta += f", num_warps={style.warps}"
+        return out + [f"{indent}{k}[(rows,)]({', '.join(args)}, {meta})"]
+
+    if resident:
+        whole = rng.choice(RESIDENT_CAPS)
+        lines += [f"    if N <= {whole}:", "        # the whole row fits one block: read it once",
+                  "        BLOCK = triton.next_power_of_2(N)", *launch(one, "        "), "    else:",
+                  f"        BLOCK = {cap}", *launch(kernel, "        ")]
+    else:
+        lines.append(f"    BLOCK = min(triton.next_power_of_2(N), {cap})")
+        lines += launch(kernel, "    ")
+    lines.append("    return out")
     fn = prog.add_function(f"run_{base}", "\n".join(lines))
     forward_args = [x, *(call.inputs[:1] if spec.target else ()), *(t for _, t in ptrs)]
     return prog.call(fn, forward_args)

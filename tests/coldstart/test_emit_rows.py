@@ -68,6 +68,7 @@ def test_judged_chains_are_ok(monkeypatch: pytest.MonkeyPatch):
         with monkeypatch.context() as m:
             if cap:
                 m.setattr(emit_rows, "CAPS", (cap,))
+                m.setattr(emit_rows, "RESIDENT_CAPS", (cap,))
             candidate = compose_chain(ops.split(","), rank, dtype, seed=seed, index=seed)
             pairs.append((candidate.task(), write_answer(candidate, seed=seed)))
     results = judge_many(pairs, JudgeConfig(device="cpu"), jobs=2, progress=False)
