@@ -15,7 +15,7 @@ tile's bounds.
 from __future__ import annotations
 
 from kernelgym.coldstart.emit_pointwise import add_helpers, fill, pointwise_expr, ptr_params
-from kernelgym.coldstart.program import OpCall, PointwiseExpr, Program, UnsupportedOp
+from kernelgym.coldstart.program import OpCall, Program, UnsupportedOp
 
 __all__ = ["EMITTERS", "EPILOGUE_OPS", "emit_matmul"]
 
@@ -58,6 +58,7 @@ def emit_matmul(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) -> 
     group = rng.choice(GROUPS)
     cfg = rng.choice(configs)
     pointer_walk = rng.random() < 0.5  # advance the tile pointers vs recompute them from k
+    even_k = rng.random() < 0.25  # a heuristic drops the K masks when BLOCK_K divides K
     dot_acc = rng.random() < 0.5  # tl.dot(a, b, acc) vs acc += tl.dot(a, b)
     helper = style.helper_jit and bool(exprs)
     prec = ', input_precision="ieee"' if fp32 else ""
@@ -86,6 +87,8 @@ def emit_matmul(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) -> 
     params += ["BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr"]
     if swizzle:
         params.append("GROUP_M: tl.constexpr")
+    if even_k:
+        params.append("EVEN_K: tl.constexpr")
 
     body: list[str] = []
     if style.comments:
@@ -123,6 +126,15 @@ def emit_matmul(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) -> 
     ab = "a.to(tl.float32), b.to(tl.float32)" if bf16 else "a, b"
     dot = f"acc = tl.dot({ab}, acc{prec})" if dot_acc else f"acc += tl.dot({ab}{prec})"
     body.append("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+    def loads(a_src: str, b_src: str) -> list[str]:
+        full = [f"a = tl.load({a_src}, mask={mask_a}, other=0.0)", f"b = tl.load({b_src}, mask={mask_b}, other=0.0)"]
+        if not even_k:
+            return full
+        return ["if EVEN_K:",
+                f"    a = tl.load({a_src}, mask=mask_m[:, None], other=0.0)",
+                f"    b = tl.load({b_src}, mask=mask_n[None, :], other=0.0)",
+                "else:", *(f"    {line}" for line in full)]
+
     if bf16:  # always said: TF32 would be wrong for fp32 data
         body += ["# bf16 tiles are widened to fp32 for tl.dot: TF32 holds a bf16 significand exactly, so the",
                  "# products are the bf16 products, accumulated in fp32 (fp32 data needs input_precision=\"ieee\")"]
@@ -130,16 +142,15 @@ def emit_matmul(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) -> 
         body += [f"a_ptrs = {a_base} + {a_rows} + offs_k[None, :] * stride_ak",
                  f"b_ptrs = {b_base} + offs_k[:, None] * stride_bk + {b_cols}",
                  "for k0 in range(0, K, BLOCK_K):",
-                 f"    a = tl.load(a_ptrs, mask={mask_a}, other=0.0)",
-                 f"    b = tl.load(b_ptrs, mask={mask_b}, other=0.0)",
+                 *(f"    {line}" for line in loads("a_ptrs", "b_ptrs")),
                  f"    {dot}",
                  "    a_ptrs += BLOCK_K * stride_ak",
                  "    b_ptrs += BLOCK_K * stride_bk"]
     else:
         body += ["for kt in range(0, tl.cdiv(K, BLOCK_K)):",
                  "    k0 = kt * BLOCK_K",
-                 f"    a = tl.load({a_base} + {a_rows} + (k0 + offs_k[None, :]) * stride_ak, mask={mask_a}, other=0.0)",
-                 f"    b = tl.load({b_base} + (k0 + offs_k[:, None]) * stride_bk + {b_cols}, mask={mask_b}, other=0.0)",
+                 *(f"    {line}" for line in loads(f"{a_base} + {a_rows} + (k0 + offs_k[None, :]) * stride_ak",
+                                                   f"{b_base} + (k0 + offs_k[:, None]) * stride_bk + {b_cols}")),
                  f"    {dot}"]
     body += ["v = acc"]
     if op == "gram":
@@ -174,9 +185,12 @@ def emit_matmul(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) -> 
         deco = ["@triton.autotune(", "    configs=["]
         deco += [f"        triton.Config({keys % (bm, bn, bk)}, num_warps={w}, num_stages={s}),"
                  for bm, bn, bk, w, s in chosen]
-        deco += ["    ],", "    key=['M', 'N', 'K'],", ")", "@triton.jit"]
+        deco += ["    ],", "    key=['M', 'N', 'K'],", ")"]
     else:
-        deco = ["@triton.jit"]
+        deco = []
+    if even_k:
+        deco.append("@triton.heuristics({'EVEN_K': lambda args: args['K'] % args['BLOCK_K'] == 0})")
+    deco.append("@triton.jit")
     kernel = prog.add_kernel(name, "\n".join([*deco, f"def {name}({', '.join(params)}):",
                                               *(f"    {line}" for line in body)]))
 

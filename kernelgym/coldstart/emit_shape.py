@@ -47,7 +47,8 @@ def emit_transpose(call: OpCall, x: str, prog: Program, epilogue: list[OpCall]) 
         if variant == "tile":
             store = ["    tl.store(out_base + offs_c[None, :] * R + offs_r[:, None], tile, mask=mask)"]
         else:
-            store = ["    tl.store(out_base + offs_c[:, None] * R + offs_r[None, :], tl.trans(tile), mask=tl.trans(mask))"]
+            store = ["    tl.store(out_base + offs_c[:, None] * R + offs_r[None, :], tl.trans(tile), "
+                     "mask=tl.trans(mask))"]
         src = ["@triton.jit",
                f"def {name}(x_ptr, out_ptr, R, C, stride_xb, stride_xr, stride_xc, "
                "BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):",

@@ -50,7 +50,7 @@ def test_answers_keep_the_contract(op: str):
     """Many style draws of every dtype and rank: the answer parses and the static rules find nothing."""
     written = 0
     for rank in RANKS[op]:
-        for seed in range(5):
+        for seed in range(4):
             for dtype in ("float32", "float16", "bfloat16"):
                 for ops in ([op], [op, "add_bias", "mul_input", "relu"]):
                     try:
