@@ -23,8 +23,9 @@ def tanh_f32(z):
     return 2.0 * tl.sigmoid(2.0 * z) - 1.0""")
 SOFTPLUS_HELPER = ("softplus_f32", """@triton.jit
 def softplus_f32(z):
-    # torch's softplus: linear above the threshold 20
-    return tl.where(z > 20.0, z, tl.log(1.0 + tl.exp(tl.minimum(z, 20.0))))""")
+    # torch's softplus: linear above the threshold 20; exp(z) far below, where 1 + exp(z) rounds to 1
+    e = tl.exp(tl.minimum(z, 20.0))
+    return tl.where(z > 20.0, z, tl.where(z < -15.0, e, tl.log(1.0 + e)))""")
 
 
 def _f(value: object) -> str:
