@@ -132,7 +132,10 @@ def emit_elementwise(calls: list[OpCall], x: str, prog: Program) -> str:
     else:
         body += [line for e in exprs for line in fill(e, "offs", "mask")]
     body.append("tl.store(out_ptr + offs, v, mask=mask)")
-    params = ["x_ptr", "out_ptr", *(p for p, _ in ptrs), "n_elements", "N", "C", "HW", "BLOCK: tl.constexpr"]
+    # only the sizes the run's index math needs: the last dim for per-feature operands, the
+    # channel count and plane size for per-channel ones (rank 4)
+    sizes = (["N"] if "col" in needs else []) + (["C", "HW"] if "chan" in needs else [])
+    params = ["x_ptr", "out_ptr", *(p for p, _ in ptrs), "n_elements", *sizes, "BLOCK: tl.constexpr"]
     style = prog.style
     if style.autotune:
         deco = ["@triton.autotune(", "    configs=[" + ", ".join(
@@ -144,23 +147,20 @@ def emit_elementwise(calls: list[OpCall], x: str, prog: Program) -> str:
         if style.comments else []
     kernel = prog.add_kernel(name, "\n".join([*deco, f"def {name}({', '.join(params)}):", *comment,
                                               *(f"    {line}" for line in body)]))
-    launch_args = ["x", "out", *(t for _, t in ptrs)]
-    fn_params = ["x", *(f"a{i}" for i in range(len(ptrs)))]
-    call_args = ["x", "out", *(f"a{i}" for i in range(len(ptrs))), "n", "N", "C", "HW"]
+    operands = [t.removeprefix("self.") for _, t in ptrs]  # y1, bias2: the launcher's parameter names
+    size_lines = {"N": "    N = x.shape[-1]", "C": "    C = x.shape[1]", "HW": "    HW = x.shape[2] * x.shape[3]"}
     meta = "" if style.autotune else f", BLOCK={style.block}, num_warps={style.warps}"
     grid = "lambda meta: (triton.cdiv(n, meta['BLOCK']),)" if style.autotune else f"(triton.cdiv(n, {style.block}),)"
     fn = prog.add_function(f"run_{name.removesuffix('_kernel')}", "\n".join([
-        f"def run_{name.removesuffix('_kernel')}({', '.join(fn_params)}):",
+        f"def run_{name.removesuffix('_kernel')}({', '.join(['x', *operands])}):",
         "    x = x.contiguous()",
         "    out = torch.empty_like(x)",
         "    n = x.numel()",
-        "    N = x.shape[-1]",
-        "    C = x.shape[1] if x.dim() > 1 else 1",
-        "    HW = x.shape[2] * x.shape[3] if x.dim() == 4 else 1",
+        *(size_lines[k] for k in sizes),
         f"    grid = {grid}",
-        f"    {kernel}[grid]({', '.join(call_args)}{meta})",
+        f"    {kernel}[grid]({', '.join(['x', 'out', *operands, 'n', *sizes])}{meta})",
         "    return out"]))
-    return prog.call(fn, [x, *launch_args[2:]])
+    return prog.call(fn, [x, *(t for _, t in ptrs)])
 
 
 def emit_copy(x: str, prog: Program) -> str:
