@@ -127,6 +127,11 @@ def _build_parser() -> argparse.ArgumentParser:
     es.add_argument("--stop-on", default="never", choices=["never", "correct", "speedup"], help="end an episode early")
     es.add_argument("--target-speedup", type=float, default=1.0, help="speedup that ends it with --stop-on speedup")
     es.add_argument("--reward", default="drkernel", help="reward function (a key of rewards.REWARDS)")
+    es.add_argument("--turn-reward", default="improvement", choices=["improvement", "absolute"],
+                    help="improvement: a turn earns what its answer adds over the best earlier one (default); "
+                         "absolute: every turn earns its answer's full reward (Dr. Kernel)")
+    es.add_argument("--idle-timeout", type=float, default=600.0,
+                    help="close a session idle this many seconds with no request in flight (0: never)")
     es.add_argument("--token", default=None,
                     help="require this bearer token on /ws (default: $KERNELGYM_TOKEN; none: no auth)")
     es.add_argument("--service-url", default=None,
@@ -365,7 +370,10 @@ def _cmd_env_serve(args: argparse.Namespace) -> int:
 
     if args.max_sessions < 1 or (args.jobs is not None and args.jobs < 1):
         raise UsageError("--max-sessions and --jobs must be at least 1")
-    env_config = EnvConfig(max_turns=args.max_turns, stop_on=args.stop_on, target_speedup=args.target_speedup)
+    if args.idle_timeout < 0:
+        raise UsageError("--idle-timeout must be >= 0 (0: never)")
+    env_config = EnvConfig(max_turns=args.max_turns, stop_on=args.stop_on, target_speedup=args.target_speedup,
+                           turn_reward=args.turn_reward)
     judge_fn = None
     if args.service_url:
         import os
@@ -374,12 +382,13 @@ def _cmd_env_serve(args: argparse.Namespace) -> int:
 
         judge_fn = service_judge_fn(args.service_url, token=os.environ.get("KERNELGYM_SERVICE_TOKEN"))
     app = create_server_app(_config(args), RewardConfig(name=args.reward), env_config, tasks=args.tasks,
-                            max_sessions=args.max_sessions, jobs=args.jobs, token=args.token, judge_fn=judge_fn)
+                            max_sessions=args.max_sessions, jobs=args.jobs, token=args.token, judge_fn=judge_fn,
+                            idle_timeout_s=args.idle_timeout or None)
     context = app.state.kernelgym
     logging.getLogger("kernelgym").setLevel(logging.INFO)
     console.print(f"serving {len(context.tasks)} task(s) on ws://{args.host}:{args.port}/ws "
                   f"({args.max_sessions} sessions, {context.jobs} judge calls at once, "
-                  f"device {context.judge_config.device})")
+                  f"device {context.judge_config.device}, turn reward {env_config.turn_reward})")
     serve(app, host=args.host, port=args.port)
     return 0
 

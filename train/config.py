@@ -40,7 +40,7 @@ class KernelGymArguments:
     max_turns: int = field(default=3, metadata={"help": "answers per episode"})
     stop_on: str = field(default="never", metadata={"help": "end an episode early: never, correct or speedup"})
     feedback_chars: int = field(default=4000, metadata={"help": "length budget of one feedback turn's text"})
-    turn_reward: str = field(default="absolute", metadata={
+    turn_reward: str = field(default="improvement", metadata={
         "help": "improvement (a turn earns what it adds over the best earlier turn; resubmitting earns nothing) "
                 "or absolute (every turn earns its answer's full reward, Dr. Kernel)"})
     max_turn_tokens: int = field(default=1024, metadata={"help": "tokens one answer may take; the total after "

@@ -58,7 +58,7 @@ def episode_factory(judge_config: JudgeConfig, reward_config: RewardConfig, env_
                     judge_url: str | None = None) -> Callable[[], EpisodeBackend]:
     """A zero-argument factory of fresh episodes (one per rollout), all sharing one judge function."""
     if judge_url:
-        overrides = {"device": judge_config.device, "size": judge_config.size,
+        overrides = {"size": judge_config.size,  # the service's workers choose the device
                      "num_trials": judge_config.num_trials, "timeout_s": judge_config.timeout_s}
         judge_fn = service_judge_fn(judge_url, overrides, timeout_s=judge_config.timeout_s)
     else:

@@ -124,9 +124,11 @@ CLIENT_LIMITS: dict[str, float] = {
 def normalised_config(config: dict[str, Any]) -> dict[str, Any]:
     """The full `JudgeConfig` a request's overrides produce, as JSON-able data, so that `{}` and
     the defaults spelled out share a content key. Raises `ValueError` for a field `JudgeConfig`
-    refuses or a value over `CLIENT_LIMITS`. `device` is left out: the worker that runs the job sets it."""
+    refuses or a value over `CLIENT_LIMITS`. `device` is refused: the worker that runs the job sets it."""
     if not isinstance(config, dict):
         raise ValueError(f"must be an object of JudgeConfig fields, not {type(config).__name__}")
+    if "device" in config:
+        raise ValueError("device is chosen by the service's workers (kernelgym serve --devices), not by a request")
     hints = {f.name: str(f.type) for f in dataclasses.fields(JudgeConfig)}
     for name, value in config.items():
         if name in hints and not _has_type(value, hints[name]):

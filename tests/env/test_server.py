@@ -235,7 +235,8 @@ def test_kernelgym_env_serve_command_serves_episodes():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "kernelgym.cli", "env", "serve", "--port", str(port),
-                             "--device", "cpu", "--tasks", "relu", "--max-sessions", "2"],
+                             "--device", "cpu", "--tasks", "relu", "--max-sessions", "2", "--turn-reward", "absolute",
+                             "--idle-timeout", "30"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -252,4 +253,4 @@ def test_kernelgym_env_serve_command_serves_episodes():
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
-    assert "serving 1 task(s)" in out
+    assert "serving 1 task(s)" in out and "turn reward absolute" in out

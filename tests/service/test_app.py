@@ -99,6 +99,7 @@ def test_with_a_token_only_health_is_open_and_it_tells_nothing_of_the_host(clien
 @pytest.mark.parametrize("config, words", [
     ({"timeout_s": 100000}, "timeout_s is 100000; a client may ask for at most 900"),
     ({"num_trials": 1000}, "num_trials is 1000; a client may ask for at most 20"),
+    ({"device": "cuda:7"}, "device is chosen by the service's workers"),
 ])
 def test_client_config_overrides_are_bounded(client, config, words):
     r = client.post("/v1/batches", json={"requests": [request("x", config=config)]})
