@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Issue 16 on one GPU machine, in stages (STAGE=corpus|sft|eval, or a comma list):
+# Issue 16 on one GPU machine, in stages (STAGE=corpus|sft|rl|eval, or a comma list):
 #   corpus  the verified cold-start corpus, judged at the full size on the GPU (DEVICE=cpu: the
 #           interpreter on the box's CPU cores); comes back as $OUT/coldstart.tgz
 #   sft     full fine-tuning of SmolLM2-135M-Instruct on it (configs/sft_smollm2_h100.yaml)
-#   eval    `kernelgym eval` of the base model and of the SFT checkpoint on the corpus's held-out
+#   rl      multi-turn TRLOO from the SFT checkpoint on the train tasks (configs/grpo_coldstart_h100.yaml)
+#   eval    `kernelgym eval` of the base model, the SFT and the RL checkpoint (MODELS) on the corpus's held-out
 #           task set (op chains SFT never saw), full size on the GPU
 # Files stay on a warm machine between calls (runs/ is git-ignored): run the stages in consecutive
 # calls. SmolLM2's GGUF comes in two halves (.carry/smollm2, see launch/smollm2_env.sh): carry one
@@ -16,6 +17,9 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 source launch/smollm2_env.sh
 stage="${STAGE:-corpus}"; seed="${SEED:-0}"
 rc=0
+# corpora built elsewhere (here on the CPU, say) travel as runs/*.tgz and are merged into runs/coldstart by
+# the sft stage; a carried runs/coldstart_*.tgz unpacks to runs/coldstart_*
+for f in runs/coldstart_*.tgz; do [[ -f $f ]] && tar xzf "$f" -C runs && rm -f "$f"; done
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$out/env.txt"
 
@@ -39,21 +43,40 @@ fi
 
 if [[ ,$stage, == *,sft,* ]]; then
   smollm2_setup > "$out/smollm2_setup.txt" 2>&1 || { cat "$out/smollm2_setup.txt"; exit 3; }
-  [[ -f runs/coldstart/train.jsonl ]] || { echo "no corpus on this machine: run STAGE=corpus first"; exit 3; }
+  extra=$(cd runs && ls -d coldstart_cpu coldstart_gpu 2>/dev/null | sed 's|^|runs/|')
+  if [[ -n $extra ]]; then  # one corpus from this machine's and the carried ones
+    srcs=""; [[ -f runs/coldstart/corpus.json ]] && srcs="runs/coldstart"
+    python3 -m kernelgym.cli data coldstart --merge $srcs $extra --out runs/coldstart_all > "$out/merge.log" 2>&1 || rc=1
+    data=runs/coldstart_all
+  else
+    data=runs/coldstart
+  fi
+  [[ -f $data/train.jsonl ]] || { echo "no corpus on this machine: run STAGE=corpus first or carry runs/coldstart_*.tgz"; exit 3; }
   start=$SECONDS
   python3 -m accelerate.commands.launch --config_file configs/accelerate/single_gpu.yaml train/sft.py \
-    --config configs/sft_smollm2_h100.yaml --data runs/coldstart/train.jsonl --output_dir runs/sft_smollm2 \
+    --config configs/sft_smollm2_h100.yaml --data "$data/train.jsonl" --output_dir runs/sft_smollm2 \
     ${SFT_ARGS:-} > "$out/sft.log" 2>&1 || rc=1
   echo "sft wall seconds: $((SECONDS - start))" >> "$out/sft.log"
   grep -E "'loss'|train_runtime" "$out/sft.log" | tail -60 > "$out/sft_loss.txt"
 fi
 
+if [[ ,$stage, == *,rl,* ]]; then
+  smollm2_setup > "$out/smollm2_setup.txt" 2>&1 || { cat "$out/smollm2_setup.txt"; exit 3; }
+  [[ -d runs/sft_smollm2 ]] || { echo "no SFT checkpoint on this machine: run STAGE=sft first"; exit 3; }
+  start=$SECONDS
+  python3 -m accelerate.commands.launch --config_file configs/accelerate/single_gpu.yaml train/grpo.py \
+    --config configs/grpo_coldstart_h100.yaml ${RL_ARGS:-} > "$out/rl.log" 2>&1 || rc=1
+  echo "rl wall seconds: $((SECONDS - start))" >> "$out/rl.log"
+  cp runs/grpo_coldstart/trainer_state.json "$out/rl.trainer_state.json" 2>/dev/null
+fi
+
 if [[ ,$stage, == *,eval,* ]]; then
   smollm2_setup > "$out/smollm2_setup.txt" 2>&1 || { cat "$out/smollm2_setup.txt"; exit 3; }
   for name in ${MODELS:-base sft}; do
-    model="gguf:$SMOLLM2_GGUF"; [[ $name == sft ]] && model=runs/sft_smollm2
+    model="gguf:$SMOLLM2_GGUF"; [[ $name == sft ]] && model=runs/sft_smollm2; [[ $name == rl ]] && model=runs/grpo_coldstart
     start=$SECONDS
-    python3 -m kernelgym.cli eval --model "$model" --tasks gen:runs/coldstart/tasks:heldout --limit "${LIMIT:-200}" \
+    tasks=runs/coldstart_all/tasks; [[ -d $tasks ]] || tasks=runs/coldstart/tasks
+    python3 -m kernelgym.cli eval --model "$model" --tasks "gen:$tasks:heldout" --limit "${LIMIT:-200}" \
       --samples "${SAMPLES:-1}" --max-new-tokens "${MAX_NEW:-2048}" --gen-batch "${GEN_BATCH:-128}" --reps 10 \
       --no-compile-baseline --no-audit --no-progress --out "runs/eval_$name" > "$out/eval_$name.log" 2>&1 || rc=1
     echo "eval $name wall seconds: $((SECONDS - start))" >> "$out/eval_$name.log"

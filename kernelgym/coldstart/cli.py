@@ -12,6 +12,8 @@ def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
                                           "generated tasks, kept when the judge says ok, plus repair examples")
     c.add_argument("--n", type=int, default=1000, help="verified single-turn answers wanted (default 1000)")
     c.add_argument("--out", type=Path, required=True, help="output directory (a second run resumes it)")
+    c.add_argument("--merge", type=Path, nargs="+", default=None, metavar="DIR",
+                   help="instead of building: merge these corpora (other machines, devices or seeds) into --out")
     c.add_argument("--device", default="cpu", help="cpu (interpreter, small size; default) or cuda (full size)")
     c.add_argument("--seed", type=int, default=0, help="task generator seed (default 0)")
     c.add_argument("--answers-per-task", type=int, default=1, help="answers in different styles per task")
@@ -27,8 +29,13 @@ def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_coldstart(args: argparse.Namespace) -> int:
-    from kernelgym.coldstart.corpus import ColdstartConfig, build
+    from kernelgym.coldstart.corpus import ColdstartConfig, build, merge
 
+    if args.merge:
+        stats = merge(args.merge, args.out)
+        print(json.dumps({k: v for k, v in stats.items() if k not in ("files", "sources")}, indent=2))
+        print(f"wrote {args.out}/")
+        return 0
     if args.device.startswith("cuda"):
         import torch
 

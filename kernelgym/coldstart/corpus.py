@@ -246,6 +246,8 @@ def _claim(out: Path, config: ColdstartConfig) -> None:
     path = out / "corpus.json"
     if path.is_file():
         before = json.loads(path.read_text(encoding="utf-8"))
+        if "merged" in before:
+            raise ValueError(f"{out} is a merged corpus: build into another --out and merge again")
         if before != key:
             diff = ", ".join(f"{k} {before.get(k)!r} -> {v!r}" for k, v in key.items() if before.get(k) != v)
             raise ValueError(f"{out} holds a corpus built with other settings ({diff}): "
@@ -379,3 +381,51 @@ def corpus_stats(config: ColdstartConfig, log: Log, tasks: dict[str, Any], candi
         "judge_seconds_per_answer": round(sum(a.seconds for a in log.done.values()) / max(1, len(log.done)), 3),
         "seconds": round(seconds, 1),
     }
+
+
+def merge(sources: list[str | Path], out: str | Path) -> dict[str, Any]:
+    """One corpus from several (built on other machines, devices or seeds): rows and tasks are
+    concatenated, a row whose (task, kind, answer) is already in is dropped, and the splits must
+    agree (they do for corpora built with the same held-out fraction: splits key on the op chain)."""
+    out = Path(out)
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    tasks: dict[str, dict[str, Any]] = {}
+    settings = []
+    for src in map(Path, sources):
+        meta = src / "corpus.json"
+        if not meta.is_file():
+            raise ValueError(f"{src} is not a cold-start corpus (no corpus.json): build it with `kernelgym data coldstart`")
+        settings.append({"source": str(src), **json.loads(meta.read_text(encoding="utf-8"))})
+        for split_file in sorted(src.glob("*.jsonl")):
+            if split_file.name == "judged.jsonl":
+                continue
+            for line in split_file.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    rows.setdefault((row["task_id"], row["kind"], row["answer"]), row)
+        from kernelgym.taskgen.dataset import read_rows
+
+        if (src / "tasks").is_dir():
+            for row in read_rows(src / "tasks"):
+                before = tasks.setdefault(row["task_id"], row)
+                if before["code"] != row["code"]:
+                    raise ValueError(f"task {row['task_id']} differs between sources (different seeds share ids "
+                                     "only when their sources match)")
+    if len({s["heldout_fraction"] for s in settings}) > 1:
+        raise ValueError("the sources were split with different held-out fractions: " +
+                         ", ".join(f"{s['source']}: {s['heldout_fraction']}" for s in settings))
+    out.mkdir(parents=True, exist_ok=True)
+    merged = list(rows.values())
+    paths = write_corpus(merged, out)
+    if tasks:
+        from kernelgym.taskgen.dataset import rows_by_split, write_split
+
+        (out / "tasks").mkdir(exist_ok=True)
+        paths += [write_split(rs, out / "tasks" / split, "jsonl") for split, rs in rows_by_split(list(tasks.values())).items()]
+    (out / "corpus.json").write_text(json.dumps({"merged": settings}) + "\n", encoding="utf-8")
+    stats = {"rows": len(merged), "rows_by_kind": dict(Counter(r["kind"] for r in merged)),
+             "rows_by_split": dict(Counter(r["split"] for r in merged)), "tasks": len(tasks),
+             "ops_answered": len({op for r in merged if r["kind"] == SINGLE for op in r["ops"]}),
+             "sources": settings}
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    return {**stats, "files": [str(p) for p in paths]}

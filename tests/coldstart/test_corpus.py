@@ -94,3 +94,23 @@ def test_config_rejects_bad_values():
         ColdstartConfig(repair_fraction=2.0)
     with pytest.raises(ValueError):
         ColdstartConfig(device="tpu")
+
+
+def test_merging_corpora_keeps_each_row_once_and_refuses_other_splits(corpus, tmp_path):
+    import shutil
+
+    from kernelgym.coldstart.corpus import merge
+
+    config, _ = corpus
+    copy = tmp_path / "copy"
+    shutil.copytree(config.out, copy)
+    stats = merge([config.out, copy], tmp_path / "merged")
+    assert stats["rows"] == len(_corpus_rows(config))  # the same rows twice: kept once
+    merged = ColdstartConfig(n=1, out=str(tmp_path / "merged"))
+    assert sorted(r["answer"] for r in _corpus_rows(merged)) == sorted(r["answer"] for r in _corpus_rows(config))
+    with pytest.raises(ValueError, match="merged corpus"):
+        build(merged, progress=False)  # a merged directory is no build target
+    meta = json.loads((copy / "corpus.json").read_text())
+    (copy / "corpus.json").write_text(json.dumps({**meta, "heldout_fraction": 0.3}))
+    with pytest.raises(ValueError, match="different held-out fractions"):
+        merge([config.out, copy], tmp_path / "bad")
