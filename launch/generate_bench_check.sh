@@ -3,7 +3,8 @@
 # `python -m kernelgym.generation.bench` for both backends on SmolLM2-135M's architecture (random
 # weights) at batch 128 x 768 new tokens after 512-token prompts. JSON and the log go to
 # ${OUT:-generate_bench_out}/. Takes about 2-3 minutes on an H100, most of it model.generate.
-# Usage: bash launch/generate_bench_check.sh   (MODEL, BATCH, NEW_TOKENS, PROMPT_TOKENS, EXTRA_MODELS override)
+# Usage: bash launch/generate_bench_check.sh
+#   (MODEL, BATCH, NEW_TOKENS, PROMPT_TOKENS, EXTRA_MODELS override; HF=0 skips the model.generate run)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -28,6 +29,6 @@ for extra in ${EXTRA_MODELS:-random:qwen2.5-0.5b}; do
   timeout 120 python -m kernelgym.generation.bench --backend fast --model "$extra" "${shape[@]}" \
     --json "$out/generate_fast_${extra#random:}.json" 2>&1 | tee -a "$log" || rc=1
 done
-timeout 200 python -m kernelgym.generation.bench --backend hf --model "$model" "${shape[@]}" \
+[[ ${HF:-1} == 0 ]] || timeout 200 python -m kernelgym.generation.bench --backend hf --model "$model" "${shape[@]}" \
   --json "$out/generate_hf.json" 2>&1 | tee -a "$log" || rc=1
 exit $rc
