@@ -66,6 +66,10 @@ TOKEN_ENV = "KERNELGYM_TOKEN"  # the judging service's variable: one token for b
 # reconnects on its next call, so a pooled client (TRL) only loses an episode it had left unfinished.
 DEFAULT_IDLE_TIMEOUT_S = 600.0
 _SLOT_POLL_S = 0.25  # how often a step waiting for a judge slot checks that its client is still there
+# The user turn of a step answered before its answer was judged (reset's `reply_within_s`). It asks for
+# a non-empty reply because verifiers ends an episode on an empty one.
+PENDING_TEXT = ("Your answer is still waiting for the judge (the server is busy), so there is no feedback yet. "
+                "Reply with the single word `wait` to receive its result; that reply is not judged.")
 
 
 class ClientLeft(RuntimeError):
@@ -324,6 +328,8 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
                               env_config=context.env_config, templates=context.templates, judge_fn=self._judge)
         self._episode_id: str | None = None
         self._presence: _Presence | None = None
+        self._reply_within_s: float | None = None
+        self._pending: asyncio.Future[KernelGymObservation] | None = None  # a step answered as pending
         # Steps run here rather than in OpenEnv's session thread because step_async must be able to
         # stop waiting on one; one thread per session keeps a session's steps in order.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelgym-session")
@@ -336,14 +342,20 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
     @_client_safe
     def reset(self, seed: int | None = None, episode_id: str | None = None, task: str | None = None,
               split: str | None = None, index: int | None = None, earlier_rewards: list[float] | None = None,
-              **kwargs: Any) -> KernelGymObservation:
+              reply_within_s: float | None = None, **kwargs: Any) -> KernelGymObservation:
         # OpenEnv passes only the arguments a signature names, unless it takes **kwargs: taking them
         # turns a misspelt argument (task_id=...) into an error instead of a silently random task.
         if kwargs:
-            raise ValueError(f"unknown reset argument(s): {', '.join(sorted(kwargs))}; "
-                             "reset takes task, index (with split), seed, episode_id and earlier_rewards")
+            raise ValueError(f"unknown reset argument(s): {', '.join(sorted(kwargs))}; reset takes task, "
+                             "index (with split), seed, episode_id, earlier_rewards and reply_within_s")
         if split is not None and split != SPLIT:
             raise ValueError(f"unknown split {split!r}; this server has one split, {SPLIT!r}")
+        if reply_within_s is not None and not reply_within_s > 0:
+            raise ValueError(f"reply_within_s must be positive, not {reply_within_s}")
+        if self._pending is not None and not self._pending.done():
+            raise ValueError("an answer of this episode is still being judged: step once more (any answer) "
+                             "to collect its result, then reset")
+        self._pending, self._reply_within_s = None, reply_within_s
         obs = self._env.reset(self._context.pick(task, index, seed), earlier_rewards or ())
         self._episode_id = episode_id or uuid.uuid4().hex
         obs.metadata["episode_id"] = self._episode_id
@@ -357,20 +369,34 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
     async def step_async(self, action: KernelGymAction, timeout_s: float | None = None,
                          **kwargs: Any) -> KernelGymObservation:
         """What OpenEnv's WebSocket handler awaits: `step` in this session's thread, given up when the
-        client leaves, so the session is closed at once (a judge call already running still finishes)."""
+        client leaves, so the session is closed at once (a judge call already running still finishes).
+
+        With `reply_within_s` (reset), a step not judged by then, however long the queue for a judge
+        slot, is answered with a pending observation (reward 0, `metadata["pending"]`); the session's
+        next step, whatever its action, collects that answer's result instead of judging the action."""
         self._presence = _PRESENCE.get()
-        step = asyncio.get_running_loop().run_in_executor(self._worker, self.step, action)
-        step.add_done_callback(lambda f: f.cancelled() or f.exception())  # a late failure is nobody's to see
-        if self._presence is None:  # not behind the middleware (a direct ASGI test client)
-            return await step
-        left = asyncio.ensure_future(self._presence.wait_gone())
+        step, self._pending = self._pending, None
+        if step is None:
+            step = asyncio.get_running_loop().run_in_executor(self._worker, self.step, action)
+            step.add_done_callback(lambda f: f.cancelled() or f.exception())  # a late failure is nobody's to see
+        waits = {step} if self._presence is None else {step, asyncio.ensure_future(self._presence.wait_gone())}
         try:
-            await asyncio.wait({step, left}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, timeout=self._reply_within_s, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            left.cancel()
+            for w in waits - {step}:
+                w.cancel()
         if step.done():
             return step.result()
-        raise ClientLeft("the client closed the connection while its answer was being judged")
+        if self._presence is not None and self._presence.gone.is_set():
+            raise ClientLeft("the client closed the connection while its answer was being judged")
+        self._pending = step
+        return self._pending_observation()
+
+    def _pending_observation(self) -> KernelGymObservation:
+        state = self._env.state
+        return KernelGymObservation(
+            messages=[{"role": "user", "content": PENDING_TEXT}], done=False, reward=0.0,
+            metadata={"task_id": state.task_id, "turn": state.turn, "episode_id": self._episode_id, "pending": True})
 
     @property
     def state(self) -> KernelGymState:

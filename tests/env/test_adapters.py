@@ -278,10 +278,12 @@ def test_single_turn_reward_judges_each_completion_on_its_rows_task():
         reward(prompts=["p"], completions=["good"], problem=["x"])
 
 
-def test_verifiers_taskset_config_names_one_reset_per_task():
+def test_verifiers_taskset_config_names_one_reset_per_task_with_a_reply_deadline_under_its_client_timeout():
+    deadline = {"reply_within_s": verifiers.REPLY_WITHIN_S}
+    assert verifiers.REPLY_WITHIN_S < 60  # verifiers' GenericEnvClient(base_url=...) waits OpenEnv's default 60 s
     assert verifiers.taskset_config("http://h:8001", ["relu", "softmax"]) == {
-        "base_url": "http://h:8001", "resets": [{"task": "relu"}, {"task": "softmax"}]}
-    assert verifiers.taskset_config("http://h:8001")["resets"] == [{}]  # the server draws a task
+        "base_url": "http://h:8001", "resets": [{"task": "relu", **deadline}, {"task": "softmax", **deadline}]}
+    assert verifiers.taskset_config("http://h:8001")["resets"] == [deadline]  # the server draws a task
     with pytest.raises(ValueError, match="empty"):
         verifiers.taskset_config("http://h:8001", [])
 

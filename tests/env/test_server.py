@@ -254,3 +254,29 @@ def test_kernelgym_env_serve_command_serves_episodes():
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
     assert "serving 1 task(s)" in out and "turn reward absolute" in out
+
+
+def test_a_step_queued_past_its_reply_deadline_is_answered_as_pending_then_collected(blocking_judge):
+    # verifiers' client gives every reply 60 s, queue included (issue 18.3): with reply_within_s the server
+    # answers in time whatever the queue, and the next step collects the result instead of judging again.
+    from openenv.core import GenericEnvClient
+
+    judge, release, calls = blocking_judge
+    app = create_server_app(FAST_CPU, tasks="relu", max_sessions=2, jobs=1, judge_fn=judge)
+    with BackgroundServer(app) as url, ExitStack() as stack:
+        clients = [stack.enter_context(GenericEnvClient(base_url=url, message_timeout_s=30).sync()) for _ in range(2)]
+        for c in clients:
+            c.reset(task="relu", reply_within_s=0.5)
+        first = [c.step({"answer": f"good {i}"}) for i, c in enumerate(clients)]  # one judged, one queued
+        for obs in first:
+            assert obs.observation["metadata"]["pending"] and obs.reward == 0.0 and not obs.done
+            assert "wait" in obs.observation["messages"][0]["content"]
+        with pytest.raises(RuntimeError, match="still being judged"):
+            clients[0].reset(task="relu")
+        release.set()
+        collected = [c.step({"answer": "wait"}) for c in clients]
+        assert [obs.reward for obs in collected] == [pytest.approx(0.5)] * 2
+        assert all(obs.observation["metadata"]["turn"] == 1 for obs in collected)
+        assert sorted(calls) == ["good 0", "good 1"]  # each answer judged once, the `wait` replies never
+        with pytest.raises(RuntimeError, match="reply_within_s"):
+            clients[0].reset(task="relu", reply_within_s=0)

@@ -5,8 +5,11 @@ entry of `resets`, each passed as keyword arguments to the server's `reset`; eve
 becomes the action, and since our action has one required field (`answer`) the raw reply, fences
 stripped when it is wholly fenced, is the answer; the user turn it shows the model is the JSON of
 our observation (messages, metadata); the episode's score is the sum of the step rewards. Its
-client waits 60 s for a reply, so keep the server's judge timeout under that (`--timeout`).
-All this module adds is the config that names our tasks.
+client is `GenericEnvClient(base_url=...)` with OpenEnv's default 60 s per reply, which no config
+changes and which time queued for a judge slot counts against; on a timeout the episode fails. So
+every reset asks the server to reply within `REPLY_WITHIN_S`: an answer not judged by then comes
+back as a pending turn (reward 0) asking the model to reply `wait`, and that reply collects the result.
+All this module adds is the config that names our tasks and sets that deadline.
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+# Under verifiers' 60 s per reply (OpenEnv's EnvClient default), leaving room for the network.
+REPLY_WITHIN_S = 50.0
+
 
 def taskset_config(base_url: str, tasks: Sequence[str] | None = None) -> dict[str, Any]:
     """`OpenEnvConfig` fields for a KernelGym server: one reset per task id, or, with no ids, one reset
-    without arguments (the server draws a task at random for each rollout)."""
+    without a task (the server draws one at random for each rollout); every reset sets the reply deadline."""
     if tasks is not None and not tasks:
         raise ValueError("tasks is empty: pass task ids, or None to let the server draw tasks")
-    return {"base_url": base_url, "resets": [{"task": t} for t in tasks] if tasks else [{}]}
+    deadline = {"reply_within_s": REPLY_WITHIN_S}
+    return {"base_url": base_url, "resets": [{"task": t, **deadline} for t in tasks] if tasks else [deadline]}
 
 
 def load_taskset(base_url: str, tasks: Sequence[str] | None = None) -> Any:
