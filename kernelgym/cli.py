@@ -113,6 +113,12 @@ def _build_parser() -> argparse.ArgumentParser:
     be.add_argument("--sessions", type=int, default=1, help="concurrent clients of the server")
     be.add_argument("--json-out", type=Path, default=None)
     be.set_defaults(func=_cmd_bench_env)
+    from kernelgym.generation.bench import build_parser as generate_bench_parser
+
+    bg = bsub.add_parser("generate", parents=[generate_bench_parser(add_help=False)],
+                         help="new tokens/s of the transformers decoders (fast: static cache + CUDA graphs; hf: "
+                              "model.generate) on a randomly initialised architecture")
+    bg.set_defaults(func=_cmd_bench_generate)
 
     e = sub.add_parser("env", help="the multi-turn environment")
     esub = e.add_subparsers(dest="env_command", required=True)
@@ -349,6 +355,12 @@ def _require_openenv(what: str) -> None:
 
     if importlib.util.find_spec("openenv") is None:
         raise UsageError(f"{what} needs openenv: pip install 'openenv>=0.10,<0.11' (the openenv extra)")
+
+
+def _cmd_bench_generate(args: argparse.Namespace) -> int:
+    from kernelgym.generation.bench import main_args
+
+    return main_args(args)
 
 
 def _cmd_bench_env(args: argparse.Namespace) -> int:

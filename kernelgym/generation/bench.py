@@ -32,8 +32,9 @@ RANDOM_ARCHITECTURES: dict[str, tuple[str, dict[str, Any]]] = {
 BACKENDS = ("fast", "hf")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kernelgym bench generate", description=__doc__.split("\n\n")[0])
+def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kernelgym bench generate", description=__doc__.split("\n\n")[0],
+                                add_help=add_help)
     p.add_argument("--model", default="random:smollm2-135m",
                    help=f"a load_causal_lm spec, or random:NAME for NAME in {sorted(RANDOM_ARCHITECTURES)}")
     p.add_argument("--backend", choices=BACKENDS, default="fast",
@@ -129,7 +130,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    return main_args(build_parser().parse_args(argv))
+
+
+def main_args(args: argparse.Namespace) -> int:
+    """`main` on parsed arguments (what `kernelgym bench generate` calls)."""
     if min(args.batch, args.new_tokens, args.prompt_tokens, args.repeats) < 1:
         raise SystemExit("--batch, --new-tokens, --prompt-tokens and --repeats must be >= 1")
     result = run(args)
