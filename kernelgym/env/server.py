@@ -66,6 +66,9 @@ TOKEN_ENV = "KERNELGYM_TOKEN"  # the judging service's variable: one token for b
 # reconnects on its next call, so a pooled client (TRL) only loses an episode it had left unfinished.
 DEFAULT_IDLE_TIMEOUT_S = 600.0
 _SLOT_POLL_S = 0.25  # how often a step waiting for a judge slot checks that its client is still there
+# What an observation carries (reset's `view`): everything, or only the messages, for clients that show
+# the model the whole observation (verifiers' OpenEnv taskset sends its JSON as the next user turn).
+VIEWS = ("full", "chat")
 # The user turn of a step answered before its answer was judged (reset's `reply_within_s`). It asks for
 # a non-empty reply because verifiers ends an episode on an empty one.
 PENDING_TEXT = ("Your answer is still waiting for the judge (the server is busy), so there is no feedback yet. "
@@ -329,6 +332,7 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
         self._episode_id: str | None = None
         self._presence: _Presence | None = None
         self._reply_within_s: float | None = None
+        self._view = "full"
         self._pending: asyncio.Future[KernelGymObservation] | None = None  # a step answered as pending
         # Steps run here rather than in OpenEnv's session thread because step_async must be able to
         # stop waiting on one; one thread per session keeps a session's steps in order.
@@ -342,12 +346,14 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
     @_client_safe
     def reset(self, seed: int | None = None, episode_id: str | None = None, task: str | None = None,
               split: str | None = None, index: int | None = None, earlier_rewards: list[float] | None = None,
-              reply_within_s: float | None = None, **kwargs: Any) -> KernelGymObservation:
+              reply_within_s: float | None = None, view: str = "full", **kwargs: Any) -> KernelGymObservation:
         # OpenEnv passes only the arguments a signature names, unless it takes **kwargs: taking them
         # turns a misspelt argument (task_id=...) into an error instead of a silently random task.
         if kwargs:
             raise ValueError(f"unknown reset argument(s): {', '.join(sorted(kwargs))}; reset takes task, "
-                             "index (with split), seed, episode_id, earlier_rewards and reply_within_s")
+                             "index (with split), seed, episode_id, earlier_rewards, reply_within_s and view")
+        if view not in VIEWS:
+            raise ValueError(f"unknown view {view!r}; one of {', '.join(VIEWS)}")
         if split is not None and split != SPLIT:
             raise ValueError(f"unknown split {split!r}; this server has one split, {SPLIT!r}")
         if reply_within_s is not None and not reply_within_s > 0:
@@ -355,16 +361,22 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
         if self._pending is not None and not self._pending.done():
             raise ValueError("an answer of this episode is still being judged: step once more (any answer) "
                              "to collect its result, then reset")
-        self._pending, self._reply_within_s = None, reply_within_s
+        self._pending, self._reply_within_s, self._view = None, reply_within_s, view
         obs = self._env.reset(self._context.pick(task, index, seed), earlier_rewards or ())
         self._episode_id = episode_id or uuid.uuid4().hex
         obs.metadata["episode_id"] = self._episode_id
-        return KernelGymObservation.from_env(obs)
+        return self._shown(KernelGymObservation.from_env(obs))
 
     @_client_safe
     def step(self, action: KernelGymAction, timeout_s: float | None = None, **kwargs: Any) -> KernelGymObservation:
         # timeout_s is part of OpenEnv's signature; the judge's own deadline (JudgeConfig.timeout_s) applies.
-        return KernelGymObservation.from_env(self._env.step(action.answer))
+        return self._shown(KernelGymObservation.from_env(self._env.step(action.answer)))
+
+    def _shown(self, obs: KernelGymObservation) -> KernelGymObservation:
+        """`obs` as the session's view shows it: in `chat`, the messages alone (the feedback once, as the
+        turn renders it), without the judge result and the metadata a trainer reads."""
+        return obs if self._view == "full" else KernelGymObservation(messages=obs.messages, done=obs.done,
+                                                                      reward=obs.reward)
 
     async def step_async(self, action: KernelGymAction, timeout_s: float | None = None,
                          **kwargs: Any) -> KernelGymObservation:
@@ -394,9 +406,9 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
 
     def _pending_observation(self) -> KernelGymObservation:
         state = self._env.state
-        return KernelGymObservation(
+        return self._shown(KernelGymObservation(
             messages=[{"role": "user", "content": PENDING_TEXT}], done=False, reward=0.0,
-            metadata={"task_id": state.task_id, "turn": state.turn, "episode_id": self._episode_id, "pending": True})
+            metadata={"task_id": state.task_id, "turn": state.turn, "episode_id": self._episode_id, "pending": True}))
 
     @property
     def state(self) -> KernelGymState:

@@ -3,6 +3,7 @@ judge) through the exact calls its framework makes, and the TRL one also through
 
 import asyncio
 import inspect
+import json
 import time
 
 import pytest
@@ -279,7 +280,7 @@ def test_single_turn_reward_judges_each_completion_on_its_rows_task():
 
 
 def test_verifiers_taskset_config_names_one_reset_per_task_with_a_reply_deadline_under_its_client_timeout():
-    deadline = {"reply_within_s": verifiers.REPLY_WITHIN_S}
+    deadline = {"reply_within_s": verifiers.REPLY_WITHIN_S, "view": "chat"}
     assert verifiers.REPLY_WITHIN_S < 60  # verifiers' GenericEnvClient(base_url=...) waits OpenEnv's default 60 s
     assert verifiers.taskset_config("http://h:8001", ["relu", "softmax"]) == {
         "base_url": "http://h:8001", "resets": [{"task": "relu", **deadline}, {"task": "softmax", **deadline}]}
@@ -301,6 +302,28 @@ def test_a_generic_openenv_client_plays_an_episode_with_a_raw_reply():
             assert first.observation["messages"][0]["role"] == "system"
             step = client.step({"answer": "Here is my good kernel."})
             assert step.reward == pytest.approx(0.5) and not step.done
+
+
+def test_verifiers_shows_the_model_each_feedback_turn_once_and_no_judge_result():
+    # verifiers' next user turn is json.dumps({"observation": result.observation, "action_schema": ...}) (issue 18.8).
+    pytest.importorskip("openenv")
+    from openenv.core import GenericEnvClient
+
+    from kernelgym.env.server import BackgroundServer, create_server_app
+
+    with BackgroundServer(create_server_app(CPU, tasks="relu", judge_fn=_judge)) as url:
+        with GenericEnvClient(base_url=url).sync() as client:
+            first = client.reset(**verifiers.taskset_config(url, ["relu"])["resets"][0])
+            assert [m["role"] for m in first.observation["messages"]] == ["system", "user"]
+            step = client.step({"answer": "a wrong kernel"})
+            shown = json.dumps(step.observation, ensure_ascii=False)
+            (turn,) = step.observation["messages"]
+            assert turn["role"] == "user" and "wrong_output" in turn["content"].lower().replace(" ", "_")
+            as_shown = json.dumps(turn["content"], ensure_ascii=False)  # the feedback as it sits in that JSON
+            assert shown.count(as_shown[1:61]) == 1 and "result" not in step.observation["metadata"]
+            assert len(shown) < len(as_shown) + 100
+            with pytest.raises(RuntimeError, match="unknown view"):
+                client.reset(task="relu", view="everything")
 
 
 _CLIENT_WITHOUT_TORCH = '''

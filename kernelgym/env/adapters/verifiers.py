@@ -4,7 +4,8 @@ How that taskset drives a server (verifiers/v1/tasksets/openenv/taskset.py, 0.4.
 entry of `resets`, each passed as keyword arguments to the server's `reset`; every model reply
 becomes the action, and since our action has one required field (`answer`) the raw reply, fences
 stripped when it is wholly fenced, is the answer; the user turn it shows the model is the JSON of
-our observation (messages, metadata); the episode's score is the sum of the step rewards. Its
+our observation and our action schema, so every reset asks for the `chat` view (the messages alone:
+the system prompt and task once, then each feedback turn once, without the judge result); the episode's score is the sum of the step rewards. Its
 client is `GenericEnvClient(base_url=...)` with OpenEnv's default 60 s per reply, which no config
 changes and which time queued for a judge slot counts against; on a timeout the episode fails. So
 every reset asks the server to reply within `REPLY_WITHIN_S`: an answer not judged by then comes
@@ -23,11 +24,12 @@ REPLY_WITHIN_S = 50.0
 
 def taskset_config(base_url: str, tasks: Sequence[str] | None = None) -> dict[str, Any]:
     """`OpenEnvConfig` fields for a KernelGym server: one reset per task id, or, with no ids, one reset
-    without a task (the server draws one at random for each rollout); every reset sets the reply deadline."""
+    without a task (the server draws one at random for each rollout). Every reset sets the reply deadline
+    and the `chat` view: the model is shown the observation's JSON, which then holds the messages alone."""
     if tasks is not None and not tasks:
         raise ValueError("tasks is empty: pass task ids, or None to let the server draw tasks")
-    deadline = {"reply_within_s": REPLY_WITHIN_S}
-    return {"base_url": base_url, "resets": [{"task": t, **deadline} for t in tasks] if tasks else [deadline]}
+    each = {"reply_within_s": REPLY_WITHIN_S, "view": "chat"}
+    return {"base_url": base_url, "resets": [{"task": t, **each} for t in tasks] if tasks else [each]}
 
 
 def load_taskset(base_url: str, tasks: Sequence[str] | None = None) -> Any:
