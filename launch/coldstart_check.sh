@@ -32,6 +32,7 @@ if [[ ,$stage, == *,corpus,* ]]; then
   grep -qs "\"device\": \"$device\"" runs/coldstart/corpus.json || rm -rf runs/coldstart
   start=$SECONDS
   python3 -m kernelgym.cli data coldstart --n "${N:-1500}" --out runs/coldstart --device "$device" --seed "$seed" \
+    --heldout-tasks "${HELDOUT_TASKS:-0}" \
     --jobs "$jobs" --max-seconds "${MAX_SECONDS:-360}" --no-progress 2>&1 | tail -60 > "$out/corpus.log" || rc=1
   echo "corpus ($device) wall seconds: $((SECONDS - start))" >> "$out/corpus.log"
   if [[ -n ${NCPU:-} ]]; then  # a small interpreter sample beside it, for comparison

@@ -19,6 +19,9 @@ def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
     c.add_argument("--answers-per-task", type=int, default=1, help="answers in different styles per task")
     c.add_argument("--repair-fraction", type=float, default=0.25, help="repair examples per verified answer")
     c.add_argument("--heldout-fraction", type=float, default=0.1, help="share of op-chain signatures held out")
+    c.add_argument("--heldout-tasks", type=int, default=0,
+                   help="write at least this many held-out tasks to OUT/tasks for evaluation (more are composed, "
+                        "never judged, when the corpus's own are fewer)")
     c.add_argument("--jobs", type=int, default=0, help="concurrent judge processes (0: one per core, at most 8)")
     c.add_argument("--max-tasks", type=int, default=0, help="give up after this many generated tasks (0: 4 * n)")
     c.add_argument("--trials", type=int, default=0, help="correctness trials per answer (0: the judge's default)")
@@ -43,7 +46,8 @@ def _cmd_coldstart(args: argparse.Namespace) -> int:
             raise ValueError("--device cuda asked for, but torch sees no GPU (use --device cpu)")
     config = ColdstartConfig(n=args.n, out=str(args.out), device=args.device, seed=args.seed,
                              answers_per_task=args.answers_per_task, repair_fraction=args.repair_fraction,
-                             heldout_fraction=args.heldout_fraction, jobs=args.jobs, max_tasks=args.max_tasks,
+                             heldout_fraction=args.heldout_fraction, heldout_tasks=args.heldout_tasks,
+                             jobs=args.jobs, max_tasks=args.max_tasks,
                              trials=args.trials, max_seconds=args.max_seconds)
     stats = build(config, progress=not args.no_progress)
     keys = ("rows", "rows_by_kind", "rows_by_split", "tasks_attempted", "tasks_answered", "task_coverage",

@@ -43,6 +43,9 @@ class ColdstartConfig:
     answers_per_task: int = field(default=1, metadata={"help": "answers in different styles per task"})
     repair_fraction: float = field(default=0.25, metadata={"help": "repair examples per verified answer"})
     heldout_fraction: float = field(default=0.1, metadata={"help": "share of op-chain signatures held out"})
+    heldout_tasks: int = field(default=0, metadata={"help": "write at least this many held-out tasks to tasks/ for "
+                                                    "evaluation, composing more (never judged) when the corpus's "
+                                                    "own are fewer"})
     jobs: int = field(default=0, metadata={"help": "concurrent judge processes (0: one per core, at most 8)"})
     max_tasks: int = field(default=0, metadata={"help": "give up after this many generated tasks (0: 4 * n)"})
     trials: int = field(default=0, metadata={"help": "correctness trials per answer (0: the judge's default)"})
@@ -51,7 +54,8 @@ class ColdstartConfig:
                                                       "passed (0: never); repairs get a quarter of it on top"})
 
     def __post_init__(self) -> None:
-        if self.n < 1 or self.answers_per_task < 1 or self.jobs < 0 or self.max_tasks < 0 or self.trials < 0:
+        if (self.n < 1 or self.answers_per_task < 1 or self.jobs < 0 or self.max_tasks < 0 or self.trials < 0
+                or self.heldout_tasks < 0):
             raise ValueError("coldstart needs n >= 1, answers_per_task >= 1 and jobs, max_tasks, trials >= 0")
         if not 0 <= self.repair_fraction <= 1:
             raise ValueError(f"repair_fraction must be in [0, 1], not {self.repair_fraction}")
@@ -98,7 +102,7 @@ def iter_tasks(config: ColdstartConfig) -> Iterator[tuple[Candidate, str]]:
 
     v = ValidationConfig()
     seen: set[str] = set()
-    for index in range(config.max_tasks or 4 * config.n):
+    for index in range(config.max_tasks or 4 * config.n + 20 * config.heldout_tasks):
         candidate = compose(config.seed, index)
         digest = code_hash(candidate.source)
         if digest in seen:
@@ -231,11 +235,31 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
                 _judge(repairs[i:i + config.chunk], tasks, config, log, jcfg)
     rows = corpus_rows(config, log, tasks, candidates)
     paths = write_corpus(rows, out)
-    paths += write_tasks(config, candidates, skipped_ids, out / "tasks")
+    extra = _more_heldout(config, stream, candidates, skipped_ids)
+    paths += write_tasks(config, {**candidates, **extra}, skipped_ids, out / "tasks")
     stats = corpus_stats(config, log, tasks, candidates, skipped, rows, time.perf_counter() - start)
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     stats["files"] = [str(p) for p in paths]
     return stats
+
+
+def _more_heldout(config: ColdstartConfig, stream: Iterator[tuple[Candidate, str]], candidates: dict[str, Candidate],
+                  skipped: set[str]) -> dict[str, Candidate]:
+    """Further tasks (composed, never judged, never in the corpus) until the held-out split of the
+    task set has `config.heldout_tasks` tasks; further train-split tasks are not kept."""
+    extra: dict[str, Candidate] = {}
+    count = sum(1 for tid, c in candidates.items() if tid not in skipped
+                and split_of(c.signature, config.heldout_fraction) == "heldout")
+    if count >= config.heldout_tasks:
+        return extra
+    for candidate, why in stream:
+        if why in ("duplicate", "estimate") or split_of(candidate.signature, config.heldout_fraction) != "heldout":
+            continue
+        extra[candidate.task_id] = candidate
+        count += 1
+        if count >= config.heldout_tasks:
+            break
+    return extra
 
 
 def _claim(out: Path, config: ColdstartConfig) -> None:

@@ -114,3 +114,17 @@ def test_merging_corpora_keeps_each_row_once_and_refuses_other_splits(corpus, tm
     (copy / "corpus.json").write_text(json.dumps({**meta, "heldout_fraction": 0.3}))
     with pytest.raises(ValueError, match="different held-out fractions"):
         merge([config.out, copy], tmp_path / "bad")
+
+
+def test_heldout_tasks_are_composed_until_the_evaluation_split_is_large_enough():
+    from kernelgym.coldstart.corpus import _more_heldout, iter_tasks
+    from kernelgym.taskgen.splits import split_of
+
+    config = ColdstartConfig(n=1, heldout_tasks=25)
+    stream = iter_tasks(config)
+    judged = dict((c.task_id, c) for c, _ in (next(stream) for _ in range(15)))
+    extra = _more_heldout(config, stream, judged, set())
+    assert not set(extra) & set(judged)
+    assert all(split_of(c.signature, config.heldout_fraction) == "heldout" for c in extra.values())
+    held = [c for c in {**judged, **extra}.values() if split_of(c.signature, config.heldout_fraction) == "heldout"]
+    assert len(held) == 25
