@@ -10,6 +10,10 @@ three things an answer may do on a GPU fail there (triton 3.9):
   `utils.get_device_properties(...)`, `get_current_target()`) and `kernel.warmup(...)`, which the
   fused-softmax tutorial uses to size a persistent grid, have nothing behind them.
 
+And one fails only on older Triton (3.6, the GPU image's, under NumPy 2): a scalar kernel argument
+used as a Python integer (`for k in range(0, K, BLOCK_K)`) raises "only 0-dimensional arrays can
+be converted to Python scalars", because the interpreter converts a one-element array with `int()`.
+
 `make_interpreter_faithful` gives each a CPU counterpart. The rules it follows:
 - Autotune: nothing is timed on CPU, so every config of a new key runs once on the real arguments
   (hooks, `reset_to_zero` and `restore_value` included, as in GPU tuning, so a config that fails
@@ -74,7 +78,25 @@ def make_interpreter_faithful() -> None:
     _install_libdevice()
     _install_warmup()
     _install_torch_cuda_facts()
+    _install_scalar_index()
     _INSTALLED = True
+
+
+def _install_scalar_index() -> None:
+    """Scalars as Python integers on Triton versions whose interpreter calls `int()` on a
+    one-element array (later versions squeeze it first, which is what this does)."""
+    from triton.runtime import interpreter
+
+    patch = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch is None or getattr(patch, "_kernelgym_index", False):
+        return
+
+    def patch_lang_tensor(tensor: Any, scope: Any) -> None:
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    patch_lang_tensor._kernelgym_index = True  # type: ignore[attr-defined]
+    interpreter._patch_lang_tensor = patch_lang_tensor
 
 
 # -- driver -------------------------------------------------------------------------------------

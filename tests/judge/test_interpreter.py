@@ -4,6 +4,7 @@ Real kernels, run in this process under `TRITON_INTERPRET=1` after `make_interpr
 (the judge's CPU child calls it before importing an answer).
 """
 
+import numpy as np
 import pytest
 import torch
 import triton
@@ -273,3 +274,34 @@ def test_a_libdevice_function_without_a_cpu_counterpart_says_so():
 
     with pytest.raises(NotImplementedError, match="libdevice.j0"):
         libdevice_numpy("j0", [torch.ones(2).numpy()], torch.ones(2).numpy().dtype)
+
+
+@triton.jit
+def strided_sum(x_ptr, out_ptr, K, BLOCK_K: tl.constexpr):
+    # a scalar argument used as a Python integer: the K-loop of every matmul answer
+    acc = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        offs = k0 + tl.arange(0, BLOCK_K)
+        acc += tl.load(x_ptr + offs, mask=offs < K, other=0.0)
+    tl.store(out_ptr, tl.sum(acc, axis=0))
+
+
+def test_scalar_arguments_index_ranges_whatever_the_interpreters_int_conversion():
+    from triton.runtime import interpreter
+
+    x = torch.arange(37, dtype=torch.float32)
+    out = torch.empty(1)
+    strided_sum[(1,)](x, out, 37, BLOCK_K=8)
+    assert out.item() == x.sum().item()
+    assert getattr(interpreter._patch_lang_tensor, "_kernelgym_index", False)
+
+    class Scalar:  # what the interpreter hands a kernel for an int argument: a one-element array
+        def __init__(self, value):
+            self.handle = type("Handle", (), {"data": np.array([value])})()
+
+    scope = interpreter._LangPatchScope()
+    interpreter._patch_lang_tensor(Scalar, scope)
+    try:
+        assert list(range(0, Scalar(5), 2)) == [0, 2, 4]  # Triton 3.6's int(array([5])) fails on NumPy 2
+    finally:
+        scope.restore()
