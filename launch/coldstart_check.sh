@@ -9,7 +9,7 @@
 # Files stay on a warm machine between calls (runs/ is git-ignored): run the stages in consecutive
 # calls. SmolLM2's GGUF comes in two halves (.carry/smollm2, see launch/smollm2_env.sh): carry one
 # with the corpus stage and the other with the sft stage.
-# env: N=1500 DEVICE=cuda JOBS=14 NCPU= SEED=0 MAX_SECONDS=360 LIMIT=200 SAMPLES=1 MAX_NEW=2048 MODELS="base sft"
+# env: N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=2048 MODELS="base sft"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-coldstart_check_out}"; mkdir -p "$out"
@@ -30,21 +30,28 @@ if [[ ,$stage, == *,corpus,* ]]; then
   device="${DEVICE:-cuda}"; jobs="${JOBS:-14}"
   # a directory judged on the other device (or before corpus.json existed) starts again
   grep -qs "\"device\": \"$device\"" runs/coldstart/corpus.json || rm -rf runs/coldstart
+  if [[ -n ${CPU_N:-} ]]; then
+    # beside it, the interpreter at the small size on CPU_JOBS of the box's cores, another seed
+    python3 -m kernelgym.cli data coldstart --n "$CPU_N" --out runs/coldstart_boxcpu --device cpu \
+      --seed "${CPU_SEED:-2}" --jobs "${CPU_JOBS:-10}" --max-seconds "${MAX_SECONDS:-360}" --no-progress \
+      > "$out/corpus_boxcpu.log" 2>&1 &
+    cpu_pid=$!
+  fi
   start=$SECONDS
   python3 -m kernelgym.cli data coldstart --n "${N:-1500}" --out runs/coldstart --device "$device" --seed "$seed" \
     --heldout-tasks "${HELDOUT_TASKS:-0}" \
     --jobs "$jobs" --max-seconds "${MAX_SECONDS:-360}" --no-progress 2>&1 | tail -60 > "$out/corpus.log" || rc=1
   echo "corpus ($device) wall seconds: $((SECONDS - start))" >> "$out/corpus.log"
-  if [[ -n ${NCPU:-} ]]; then  # a small interpreter sample beside it, for comparison
-    python3 -m kernelgym.cli data coldstart --n "$NCPU" --out runs/coldstart_cpu --device cpu --seed "$seed" \
-      --jobs 8 --repair-fraction 0 --max-seconds "${CPU_SECONDS:-60}" --no-progress 2>&1 | tail -60 > "$out/corpus_cpu.log"
+  if [[ -n ${cpu_pid:-} ]]; then
+    wait "$cpu_pid" || rc=1
+    echo "box cpu corpus wall seconds: $((SECONDS - start))" >> "$out/corpus_boxcpu.log"
   fi
-  tar czf "$out/coldstart.tgz" --exclude dataset -C runs $(cd runs && ls -d coldstart coldstart_cpu 2>/dev/null)
+  tar czf "$out/coldstart.tgz" --exclude dataset -C runs $(cd runs && ls -d coldstart coldstart_boxcpu 2>/dev/null)
 fi
 
 if [[ ,$stage, == *,sft,* ]]; then
   smollm2_setup > "$out/smollm2_setup.txt" 2>&1 || { cat "$out/smollm2_setup.txt"; exit 3; }
-  extra=$(cd runs && ls -d coldstart_cpu coldstart_gpu 2>/dev/null | sed 's|^|runs/|')
+  extra=$(cd runs && ls -d coldstart_* 2>/dev/null | grep -v -e '^coldstart_all$' -e '\.tgz$' | sed 's|^|runs/|')
   if [[ -n $extra ]]; then  # one corpus from this machine's and the carried ones
     srcs=""; [[ -f runs/coldstart/corpus.json ]] && srcs="runs/coldstart"
     python3 -m kernelgym.cli data coldstart --merge $srcs $extra --out runs/coldstart_all > "$out/merge.log" 2>&1 || rc=1
