@@ -1,0 +1,1 @@
+"""The OpenEnv server module of the packaged KernelGym environment (`server.app:app`)."""
