@@ -373,3 +373,26 @@ def test_client_side_adapters_run_an_episode_without_torch_or_triton():
     assert "class Model" in out["prompt"] and out["feedback"].startswith("Status: ok")
     assert out["reward"] == pytest.approx(0.5) and out["answer_reward"] == pytest.approx(0.5)
     assert out["rows"] == ["kernelgym", "kernelgym", [{"task": "relu"}]] and out["loaded"] == []
+
+
+def test_the_verifiers_extra_never_meets_the_openenv_extra():
+    # verifiers 0.4 pins mcp==2.0.0, openenv 0.10 needs mcp<2 (issue 18.4): two venvs, the trainer's with no openenv of ours.
+    import subprocess
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert extras["verifiers"] == ["verifiers[openenv]>=0.4,<0.5"]
+    assert not any(dep.startswith("openenv") for dep in extras["verifiers"])
+    blocked = ("import importlib.abc, sys\n"
+               "class Block(importlib.abc.MetaPathFinder):\n"
+               "    def find_spec(self, name, path, target=None):\n"
+               "        if name.split('.')[0] in ('openenv', 'torch', 'triton'):\n"
+               "            raise ImportError(name)\n"
+               "sys.meta_path.insert(0, Block())\n"
+               "from kernelgym.env.adapters.verifiers import taskset_config\n"
+               "print(taskset_config('http://h:8001', ['relu'])['resets'][0]['task'])\n")
+    run = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "relu", run.stderr
