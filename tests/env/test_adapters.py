@@ -372,7 +372,8 @@ def test_client_side_adapters_run_an_episode_without_torch_or_triton():
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert "class Model" in out["prompt"] and out["feedback"].startswith("Status: ok")
     assert out["reward"] == pytest.approx(0.5) and out["answer_reward"] == pytest.approx(0.5)
-    assert out["rows"] == ["kernelgym", "kernelgym", [{"task": "relu"}]] and out["loaded"] == []
+    resets = [{"task": "relu", "reply_within_s": verifiers.REPLY_WITHIN_S, "view": "chat"}]
+    assert out["rows"] == ["kernelgym", "kernelgym", resets] and out["loaded"] == []
 
 
 def test_the_verifiers_extra_never_meets_the_openenv_extra():
