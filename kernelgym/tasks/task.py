@@ -3,7 +3,8 @@
 A task source defines `class Model(nn.Module)`, `get_inputs()` and `get_init_inputs()`, which read
 module-level size constants at call time. The same file runs at its real size (GPU) or at a small
 size (CPU interpreter) by overriding those constants after the module is executed: explicitly
-through a module-level `KERNELGYM_SMALL = {...}` dict, else by a shrinking heuristic.
+through a module-level `KERNELGYM_SMALL = {...}` dict, else by the shrinking rules of
+`kernelgym.tasks.small` (which also caps the small size's elements and FLOPs).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from kernelgym.ast_parse import parse as parse_source
 SMALL_OVERRIDES_NAME = "KERNELGYM_SMALL"
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 SIZES = ("full", "small")
-_SMALL_CAP = 32  # the heuristic halves integer constants until they are at most this
 
 
 class TaskError(ValueError):
@@ -63,27 +63,19 @@ class Task:
                 return node.value.value is True
         return False
 
-    def small_overrides(self) -> dict[str, int | float]:
-        """Constant overrides for the small size: the task's own dict, else the shrinking heuristic."""
-        tree = parse_source(self.source)
-        constants: dict[str, int] = {}
-        for node in tree.body:
-            if not isinstance(node, ast.Assign) or len(node.targets) != 1:
-                continue
-            target = node.targets[0]
-            if not isinstance(target, ast.Name):
-                continue
-            if target.id == SMALL_OVERRIDES_NAME:
-                try:
-                    value = ast.literal_eval(node.value)
-                except ValueError:
-                    raise TaskError(f"task {self.task_id}: {SMALL_OVERRIDES_NAME} must be a literal dict") from None
-                if not isinstance(value, dict):
-                    raise TaskError(f"task {self.task_id}: {SMALL_OVERRIDES_NAME} must be a dict")
-                return value
-            if isinstance(node.value, ast.Constant) and type(node.value.value) is int:
-                constants[target.id] = node.value.value
-        return {k: _shrink(v) for k, v in constants.items() if _shrink(v) != v}
+    def small_overrides(self) -> dict[str, object]:
+        """Constant overrides for the small size (`kernelgym.tasks.small`). Raises `TaskError`,
+        `TaskTooLarge` for a task that cannot be made small."""
+        return self.small_plan().constants
+
+    def small_plan(self):  # noqa: ANN201 (SmallPlan; kernelgym.tasks.small imports this module)
+        """How this task shrinks to its small size and its estimated footprint there (cached)."""
+        from kernelgym.tasks.small import small_plan
+
+        try:
+            return small_plan(self.source, self.task_id)
+        except SyntaxError as e:
+            raise TaskError(f"task {self.task_id}: source does not parse: {e}") from None
 
     def load_module(self, size: str = "full", overrides: dict[str, object] | None = None) -> types.ModuleType:
         """Execute the source in a fresh module and apply the size's overrides, then `overrides`
@@ -93,12 +85,18 @@ class Task:
         self.validate()
         module = types.ModuleType(f"kernelgym_task_{_safe(self.task_id)}")
         module.__file__ = f"<task {self.task_id}>"
+        code: str | ast.Module = self.source
+        if size == "small":
+            from kernelgym.tasks.small import small_code
+
+            plan = self.small_plan()
+            code = small_code(self.source, plan)
         try:
-            exec(compile(self.source, module.__file__, "exec"), module.__dict__)
+            exec(compile(code, module.__file__, "exec"), module.__dict__)
         except Exception as e:  # a task file that cannot even execute is a task error, not our bug
             raise TaskError(f"task {self.task_id}: executing its source failed: {type(e).__name__}: {e}") from None
         if size == "small":
-            module.__dict__.update(self.small_overrides())
+            module.__dict__.update(plan.constants)
         module.__dict__.update(overrides or {})
         return module
 
@@ -113,7 +111,7 @@ def inputs_only_source(source: str) -> str:
     for node in tree.body:
         for name in _bound_names(node):
             defs.setdefault(name, node)
-    needed, todo = set(), ["get_inputs", SMALL_OVERRIDES_NAME]
+    needed, todo = set(), ["get_inputs", SMALL_OVERRIDES_NAME, "KERNELGYM_SMALL_LEVEL"]
     while todo:
         name = todo.pop()
         node = defs.get(name)
@@ -129,7 +127,20 @@ def inputs_only_source(source: str) -> str:
                     and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
                 del body[0]  # a docstring may describe the reference
     stubs = parse_source("class Model:\n    pass\n\n\ndef get_init_inputs():\n    return []\n").body
-    return ast.unparse(ast.Module(body=kept + stubs, type_ignores=[]))
+    return ast.unparse(ast.Module(body=kept + stubs + _small_level(source), type_ignores=[]))
+
+
+def _small_level(source: str) -> list[ast.stmt]:
+    """The small size's level, chosen from the full source (the stripped one has no model to
+    estimate it from), as a statement for the stripped source; none where the task cannot be made
+    small (its reference fails first)."""
+    from kernelgym.tasks.small import SMALL_LEVEL_NAME, small_plan
+
+    try:
+        plan = small_plan(source)
+    except (TaskError, SyntaxError):
+        return []
+    return parse_source(f"{SMALL_LEVEL_NAME} = ({plan.level}, {plan.structure})\n").body
 
 
 def _bound_names(node: ast.stmt) -> list[str]:
@@ -138,12 +149,6 @@ def _bound_names(node: ast.stmt) -> list[str]:
         return [node.name]
     targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
     return [n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]
-
-
-def _shrink(v: int) -> int:
-    while v > _SMALL_CAP:
-        v //= 2
-    return v
 
 
 def _safe(s: str) -> str:
