@@ -67,7 +67,10 @@ def _build_parser() -> argparse.ArgumentParser:
     ta.add_argument("--device", default="cpu", help="cpu (small size, default) or cuda (full size)")
     ta.add_argument("--size", default="auto", choices=["auto", "full", "small"])
     ta.add_argument("--trials", type=int, default=3, help="seeds per input distribution (>= 2)")
-    ta.add_argument("--json-out", type=Path, default=None, help="also write every audit as JSON lines here")
+    ta.add_argument("--json-out", type=Path, default=None, help="JSONL of every audit, a line as each task finishes")
+    ta.add_argument("--resume", action="store_true", help="skip the tasks --json-out already holds")
+    ta.add_argument("--memory-gb", type=float, default=6.0, help="address-space limit of each task's child (cpu)")
+    ta.add_argument("--task-timeout", type=float, default=120.0, help="wall-clock limit of each task's child, s")
     ta.set_defaults(func=_cmd_tasks_audit)
     from kernelgym.taskgen.cli import add_taskgen_parsers
 
@@ -305,20 +308,31 @@ def _cmd_tasks_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_tasks_audit(args: argparse.Namespace) -> int:
-    from kernelgym.tasks.audit import audit_table, audit_tasks
+    from kernelgym.tasks.audit import UNAUDITED, AuditLog, audit_table, audit_tasks
+    from kernelgym.tasks.limited import ChildLimits
     from kernelgym.tasks.loaders import resolve_tasks
 
     if args.trials < 2:
         raise UsageError("--trials must be at least 2 (the stale control compares two seeds)")
+    if args.resume and not args.json_out:
+        raise UsageError("--resume needs --json-out (the file to resume from)")
     tasks = resolve_tasks(args.spec)
     if not tasks:
         raise UsageError(f"task spec {args.spec!r} names no tasks")
-    audits = audit_tasks(tasks, JudgeConfig(device=args.device, size=args.size), trials=args.trials)
+    log = AuditLog(args.json_out) if args.json_out else None
+    done = log.done() if log and args.resume else {}
+    if log and not args.resume:
+        log.start()
+    todo = [t for t in tasks if t.task_id not in done]
+    if done:
+        console.print(f"resuming: {len(tasks) - len(todo)} of {len(tasks)} tasks already audited in {args.json_out}")
+    limits = ChildLimits(memory_gb=args.memory_gb, timeout_s=args.task_timeout)
+    new = audit_tasks(todo, JudgeConfig(device=args.device, size=args.size), trials=args.trials, limits=limits,
+                      on_audit=log.append if log else None)
+    by_id = {**done, **{a.task_id: a for a in new}}
+    audits = [by_id[t.task_id] for t in tasks]
     console.print(audit_table(audits))
-    if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text("".join(json.dumps(a.to_dict()) + "\n" for a in audits))
-    bad = [a for a in audits if a.verdict in ("degenerate", "error")]
+    bad = [a for a in audits if a.verdict == "degenerate" or a.verdict in UNAUDITED]
     return 1 if bad else 0
 
 

@@ -18,14 +18,20 @@ passes under all of them; one that passes under `task` alone is reported but cau
 Beside the controls, the METR statistics: the fraction of reference values within atol of 0, of
 their mean, and within tolerance of the previous seed's output (METR rejects above 70/70/95%).
 
-The controls and the reference are trusted code, so everything runs in this process.
+The controls and the reference are trusted code but not bounded ones: `audit_tasks` runs each task
+in its own memory- and time-limited child (`kernelgym.tasks.limited`) when given limits, so a task
+over them is a row (`timeout`, `oom`, `crashed`) and the run goes on; a task that cannot be made
+small is a `too-large` row. Rows stream to JSONL as each task finishes (`AuditLog`), and a run
+resumes from that file.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,6 +42,8 @@ from rich.table import Table
 from kernelgym.judge.compare import as_list, compare_outputs, expected_is_finite
 from kernelgym.judge.config import INPUT_DISTRIBUTIONS, JudgeConfig
 from kernelgym.judge.reference import Reference
+from kernelgym.tasks.limited import OOM, ChildLimits, is_out_of_memory, run_limited
+from kernelgym.tasks.small import TaskTooLarge
 from kernelgym.tasks.task import Task, TaskError
 
 # METR's harness errors above these fractions of reference values (RH-12 in THREATS.md).
@@ -62,7 +70,9 @@ class TaskAudit:
     passing: dict[str, list[str]] = field(default_factory=dict)  # distribution -> controls passing every trial
     stats: dict[str, DegeneracyStats] = field(default_factory=dict)  # distribution -> METR statistics
     notes: list[str] = field(default_factory=list)
-    error: str | None = None  # the TaskError of a task that could not be audited
+    error: str | None = None  # why the task could not be audited
+    limit: str | None = None  # the limit it hit: too-large, timeout, oom or crashed (with `error`)
+    small: dict[str, Any] = field(default_factory=dict)  # the small size's footprint (`SmallPlan.summary`)
 
     @property
     def degenerate_controls(self) -> list[str]:
@@ -93,7 +103,9 @@ class TaskAudit:
 
     @property
     def verdict(self) -> str:
-        """One word: error, degenerate, task-only, suspicious or ok."""
+        """One word: too-large, timeout, oom, crashed, error, degenerate, task-only, suspicious or ok."""
+        if self.limit:
+            return self.limit
         if self.error:
             return "error"
         if self.degenerate:
@@ -108,6 +120,18 @@ class TaskAudit:
         d.update(verdict=self.verdict, degenerate_controls=self.degenerate_controls,
                  task_only_controls=self.task_only_controls, suspicious_stats=self.suspicious_stats)
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TaskAudit":
+        """The inverse of `to_dict` (derived fields are recomputed)."""
+        return cls(d["task_id"], tuple(d["judge_distributions"]), passing=dict(d.get("passing", {})),
+                   stats={k: DegeneracyStats(**v) for k, v in d.get("stats", {}).items()},
+                   notes=list(d.get("notes", [])), error=d.get("error"), limit=d.get("limit"),
+                   small=dict(d.get("small") or {}))
+
+
+# Verdicts of tasks the audit could not judge: reported, never counted as ok.
+UNAUDITED = ("too-large", "timeout", "oom", "crashed", "error")
 
 
 @dataclass
@@ -130,6 +154,8 @@ def audit_task(task: Task, config: JudgeConfig, trials: int = 3) -> TaskAudit:
     rng = random.Random(config.seed if config.seed is not None else DEFAULT_AUDIT_SEED)
     audit = TaskAudit(task.task_id, tuple(config.distributions))
     try:
+        if size == "small":
+            audit.small = task.small_plan().summary()
         reference = Reference(task, size, device, init_seed=rng.getrandbits(62))
         reseeded = Reference(task, size, device, init_seed=rng.getrandbits(62))
         for dist in INPUT_DISTRIBUTIONS:
@@ -140,36 +166,88 @@ def audit_task(task: Task, config: JudgeConfig, trials: int = 3) -> TaskAudit:
                 continue
             audit.passing[dist] = _passing_controls(drawn, config, scaled=dist == "wide")
             audit.stats[dist] = _degeneracy_stats(drawn, config)
+    except TaskTooLarge as e:
+        audit.error, audit.limit = str(e), "too-large"
     except TaskError as e:
         audit.error = str(e)
+        if is_out_of_memory(audit.error):
+            audit.limit = OOM
     return audit
 
 
-def audit_tasks(tasks: Iterable[Task], config: JudgeConfig, progress: bool = True, trials: int = 3) -> list[TaskAudit]:
-    """`audit_task` over many tasks, with a rich progress bar on stderr when `progress`."""
+def audit_tasks(tasks: Iterable[Task], config: JudgeConfig, progress: bool = True, trials: int = 3,
+                limits: ChildLimits | None = None,
+                on_audit: Callable[[TaskAudit], None] | None = None) -> list[TaskAudit]:
+    """`audit_task` over many tasks, each in its own child under `limits` (None: in this process),
+    handing each audit to `on_audit` as it finishes; a rich progress bar naming the current task
+    on stderr when `progress`."""
     tasks = list(tasks)
-    if not progress:
-        return [audit_task(t, config, trials) for t in tasks]
     columns = (TextColumn("[bold]audit[/bold] {task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     audits = []
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=Console(stderr=True), transient=True, disable=not progress) as bar:
         job = bar.add_task("", total=len(tasks))
         for t in tasks:
             bar.update(job, description=t.task_id)
-            audits.append(audit_task(t, config, trials))
+            audit = audit_task(t, config, trials) if limits is None else _audit_limited(t, config, trials, limits)
+            audits.append(audit)
+            if on_audit is not None:
+                on_audit(audit)
             bar.advance(job)
     return audits
 
 
+def _audit_limited(task: Task, config: JudgeConfig, trials: int, limits: ChildLimits) -> TaskAudit:
+    device = "cpu" if config.device == "auto" else config.device
+    outcome = run_limited(audit_task, (task, config, trials), limits, device)
+    if outcome.status == "ok":
+        return outcome.value
+    return TaskAudit(task.task_id, tuple(config.distributions), error=outcome.message, limit=outcome.status)
+
+
+class AuditLog:
+    """Audit rows in a JSONL file, one line written (and flushed) as each task finishes. An
+    interrupted run leaves the rows of the tasks it finished; `done()` reads them back to resume."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def done(self) -> dict[str, TaskAudit]:
+        """The audits already in the file, by task id; a torn last line (a run killed mid-write)
+        is dropped from the file so that appending goes on cleanly."""
+        if not self.path.is_file():
+            return {}
+        rows, kept = {}, []
+        for line in self.path.read_text().splitlines():
+            try:
+                audit = TaskAudit.from_dict(json.loads(line))
+            except (ValueError, KeyError, TypeError):
+                continue
+            rows[audit.task_id] = audit
+            kept.append(line)
+        self.path.write_text("".join(line + "\n" for line in kept))
+        return rows
+
+    def start(self) -> None:
+        """An empty file (a run that does not resume)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("")
+
+    def append(self, audit: TaskAudit) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(audit.to_dict()) + "\n")
+
+
 def audit_table(audits: list[TaskAudit]) -> Table:
     """One row per task: verdict, the controls passing per distribution, the METR statistics."""
-    counts = {v: sum(a.verdict == v for a in audits) for v in ("degenerate", "task-only", "suspicious", "error")}
-    caption = f"{len(audits)} tasks: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+    counts = {v: sum(a.verdict == v for a in audits) for v in ("degenerate", "task-only", "suspicious", *UNAUDITED)}
+    caption = f"{len(audits)} tasks: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n or v == "degenerate")
     table = Table(title="Degenerate-task audit (RH-12)", caption=caption)
     for name in ("task", "verdict", "passing: task", "passing: judge", "≈0", "≈mean", "≈prev", "notes"):
         table.add_column(name, justify="right" if name.startswith("≈") else "left")
-    styles = {"error": "red", "degenerate": "bold red", "task-only": "yellow", "suspicious": "yellow", "ok": "green"}
+    styles = {**{v: "red" for v in UNAUDITED}, "degenerate": "bold red", "task-only": "yellow", "suspicious": "yellow",
+              "ok": "green"}
     for a in audits:
         stats = [" / ".join(f"{getattr(a.stats[d], s):.0%}" for d in INPUT_DISTRIBUTIONS if d in a.stats)
                  for s in METR_THRESHOLDS]

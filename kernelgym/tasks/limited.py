@@ -1,0 +1,113 @@
+"""Trusted reference work (an audit of one task) in a memory- and time-limited child process.
+
+A reference is trusted code but not a bounded one: one task at the wrong size can take tens of GB
+or an hour. Each call gets its own process, forked from a multiprocessing fork server that has
+imported torch once (a fork costs milliseconds, not an interpreter start), with an address-space
+limit on the CPU (CUDA reserves more address space than any limit would allow, so on a GPU the
+device's own out-of-memory error is what bounds it) and a wall-clock deadline, after which it is
+killed. Whatever happens, the caller gets an outcome; the run goes on.
+
+The judge's candidate sandbox (`kernelgym.judge.sandbox`) is the wrong fit: it speaks the
+untrusted child's fixed protocol, while this runs any picklable trusted function.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import resource
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Statuses of a call that did not return; the names the judge uses for a candidate's.
+TIMEOUT, OOM, CRASHED = "timeout", "oom", "crashed"
+_PRELOAD = ["torch", "kernelgym.tasks.audit"]
+
+
+@dataclass(frozen=True)
+class ChildLimits:
+    """What one task's reference work may use."""
+
+    memory_gb: float = field(default=6.0, metadata={"help": "address-space limit of the child on cpu (0: none)"})
+    timeout_s: float = field(default=120.0, metadata={"help": "wall-clock limit of the child, seconds"})
+
+    def __post_init__(self) -> None:
+        if self.memory_gb < 0 or self.timeout_s <= 0:
+            raise ValueError("ChildLimits needs memory_gb >= 0 and timeout_s > 0")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """`status` is "ok" with the function's return `value`, or timeout/oom/crashed with a `message`."""
+
+    status: str
+    value: Any = None
+    message: str = ""
+
+
+def run_limited(fn: Callable[..., Any], args: tuple, limits: ChildLimits, device: str = "cpu") -> Outcome:
+    """`fn(*args)` in a fresh child under `limits`; `fn`, `args` and the value must pickle."""
+    ctx = _context()
+    receive, send = ctx.Pipe(duplex=False)
+    memory = int(limits.memory_gb * (1 << 30)) if device == "cpu" else 0
+    proc = ctx.Process(target=_child, args=(send, fn, args, memory), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if not receive.poll(limits.timeout_s):
+            proc.kill()
+            return Outcome(TIMEOUT, message=f"ran past the {limits.timeout_s:g} s limit and was killed")
+        try:
+            status, value = receive.recv()
+        except (EOFError, OSError):
+            proc.join()
+            return _death(proc.exitcode, limits)
+        return Outcome("ok", value) if status == "ok" else Outcome(status, message=value)
+    finally:
+        receive.close()
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+
+
+def _death(exitcode: int | None, limits: ChildLimits) -> Outcome:
+    if exitcode == -signal.SIGKILL:  # nobody else kills it: the kernel's OOM killer
+        return Outcome(OOM, message="the child was killed, most likely by the kernel for memory")
+    how = f"signal {signal.Signals(-exitcode).name}" if exitcode and exitcode < 0 else f"exit code {exitcode}"
+    return Outcome(CRASHED, message=f"the child died ({how}) without a result")
+
+
+def _child(send: multiprocessing.connection.Connection, fn: Callable[..., Any], args: tuple, memory: int) -> None:
+    if memory:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        reply = ("ok", fn(*args))
+    except MemoryError as e:
+        reply = (OOM, f"out of memory: {e}")
+    except Exception as e:  # noqa: BLE001 (the caller's function failing is an outcome too)
+        status = OOM if is_out_of_memory(str(e)) else CRASHED
+        reply = (status, f"{type(e).__name__}: {str(e)[:500]}")
+    send.send(reply)
+    send.close()
+
+
+def is_out_of_memory(message: str) -> bool:
+    """Whether an error message is torch's (or the allocator's) way of saying memory ran out."""
+    text = message.lower()
+    return any(s in text for s in ("can't allocate memory", "out of memory", "cannot allocate memory",
+                                   "std::bad_alloc"))
+
+
+_CTX: multiprocessing.context.BaseContext | None = None
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    global _CTX
+    if _CTX is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        _CTX = ctx
+    return _CTX
