@@ -6,6 +6,7 @@ import re
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _PYTHON_TAGS = {"", "python", "py", "python3"}
+_OPEN_FENCE = re.compile(r"^```[ \t]*(python3?|py)?[ \t]*\n", re.MULTILINE | re.IGNORECASE)
 
 
 class AnswerError(ValueError):
@@ -28,9 +29,15 @@ def decode_answer(answer: str | bytes, max_bytes: int) -> str:
 
 
 def extract_code(text: str) -> str:
-    """The last fenced python block (untagged blocks count), else the whole text."""
+    """The last fenced python block (untagged blocks count); else, when a block was opened but never
+    closed (an answer cut by its token limit), what follows its opening fence; else the whole text.
+    So a cut answer is reported where it was cut, not as a syntax error on the fence."""
     blocks = [body for tag, body in _FENCE.findall(text) if tag.lower() in _PYTHON_TAGS]
-    code = blocks[-1] if blocks else text
+    if blocks:
+        code = blocks[-1]
+    else:
+        opened = list(_OPEN_FENCE.finditer(text))
+        code = text[opened[-1].end():] if opened else text
     if not code.strip():
         raise AnswerError("answer contains no code: write a ```python block that defines class ModelNew")
     if "\x00" in code:

@@ -26,3 +26,11 @@ def test_decode_limits_size_and_encoding():
     with pytest.raises(AnswerError, match="UTF-8"):
         decode_answer(b"\xff", max_bytes=10)
     assert decode_answer("é".encode(), max_bytes=10) == "é"
+
+
+def test_an_answer_cut_inside_its_block_is_the_code_after_the_fence():
+    cut = "Here is the kernel:\n```python\nimport torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return ("
+    assert extract_code(cut) == "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return ("
+    # a closed block still wins over a later unclosed one, and prose without fences stays whole
+    assert extract_code("```python\na = 1\n```\nthen\n```python\nb = (") == "a = 1\n"
+    assert extract_code("no fences at all") == "no fences at all"
