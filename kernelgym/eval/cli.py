@@ -68,6 +68,8 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> None:
     j.add_argument("--reps", type=int, default=50, help="timed calls per measurement")
     j.add_argument("--no-compile-baseline", action="store_true", help="do not time torch.compile of the reference")
     j.add_argument("--no-audit", action="store_true", help="skip the degenerate-task audit")
+    j.add_argument("--keep-degenerate", action="store_true",
+                   help="count the tasks the audit flags in the headline metrics (default: flagged and left out)")
     o = e.add_argument_group("output")
     o.add_argument("--out", type=Path, default=None, help="run directory (default: runs/eval/<model>); an existing "
                                                            "one is resumed")
@@ -120,11 +122,12 @@ def _run(args: argparse.Namespace) -> int:
 
     info = {"tasks_spec": args.tasks, "generator": {"backend": backend, "model": args.model},
             "judge": {"service": args.service_url or "embedded", "devices": ",".join(devices) or "auto",
-                      "trials": args.trials, "size": args.size}, "audited": not args.no_audit}
+                      "trials": args.trials, "size": args.size}, "audited": not args.no_audit,
+            "keep_degenerate": args.keep_degenerate}
     console.print(f"eval of {args.model} ({backend}) on {len(tasks)} task(s), {args.samples} sample(s) x "
                   f"{args.turns} turn(s) -> {out}")
     metrics = run_eval(tasks, config, out, make, open_judge, info=info, degenerate=degenerate,
-                       progress=not args.no_progress)
+                       progress=not args.no_progress, keep_degenerate=args.keep_degenerate)
     report = _write(files, metrics)
     _print_summary(metrics)
     console.print(f"report: {report}")
@@ -160,7 +163,8 @@ def _report_only(args: argparse.Namespace) -> int:
         rows = [json.loads(line) for line in files.audit.read_text().splitlines() if line.strip()]
         degenerate = sorted(r["task_id"] for r in rows
                             if r["verdict"] == "degenerate" and r["task_id"] in info["tasks"])
-    metrics = evaluate(attempts, info["config"]["turns"], info["config"]["samples"], degenerate)
+    keep = args.keep_degenerate or info.get("keep_degenerate", False)
+    metrics = evaluate(attempts, info["config"]["turns"], info["config"]["samples"], degenerate, keep)
     files.metrics.write_text(json.dumps(metrics, indent=2))
     console.print(f"report: {_write(files, metrics)}")
     return 0
@@ -194,7 +198,7 @@ def _load_tasks(spec: str, limit: int | None) -> list:
 
 
 def _audit_device(devices: tuple[str, ...]) -> str:
-    """The audit runs references in this process: on the judge's first GPU, else the CPU."""
+    """The audit runs references (in a limited child per task) on the judge's first GPU, else the CPU."""
     if devices:
         return devices[0]
     import torch

@@ -170,14 +170,16 @@ def pass_ks(samples: int) -> list[int]:
     return sorted({k for k in (1, 2, 5, 10, 20, 50, 100) if k <= samples} | {samples})
 
 
-def evaluate(attempts: Sequence[Attempt], turns: int, samples: int, degenerate: Iterable[str] = ()) -> dict[str, Any]:
+def evaluate(attempts: Sequence[Attempt], turns: int, samples: int, degenerate: Iterable[str] = (),
+             keep_degenerate: bool = False) -> dict[str, Any]:
     """The whole metrics document of a run (what `metrics.json` holds and the report renders).
 
-    Tasks in `degenerate` (the audit found an answer that computes nothing passes them) are left
-    out of every headline number and summarized on their own."""
+    Tasks in `degenerate` (the audit found an answer that computes nothing passes them) are flagged
+    per task and summarized on their own; they are left out of every headline number unless
+    `keep_degenerate`."""
     degenerate = set(degenerate)
     ks = pass_ks(samples)
-    main = [a for a in attempts if a.task_id not in degenerate]
+    main = [a for a in attempts if keep_degenerate or a.task_id not in degenerate]
     side = [a for a in attempts if a.task_id in degenerate]
     best = best_so_far(main, turns)
     return {
@@ -188,7 +190,7 @@ def evaluate(attempts: Sequence[Attempt], turns: int, samples: int, degenerate: 
                       "best_so_far": summarize(best_so_far(main, t), ks).to_dict()} for t in range(1, turns + 1)],
         "all_answers": {"overall": summarize(main, ks).to_dict(),
                         "levels": {name: summarize(g, ks).to_dict() for name, g in by_level(main).items()}},
-        "degenerate": {"tasks": sorted(degenerate),
+        "degenerate": {"tasks": sorted(degenerate), "in_headline": keep_degenerate,
                        "overall": summarize(best_so_far(side, turns), ks).to_dict() if side else None},
         "tasks": task_rows(attempts, turns, degenerate),
     }

@@ -127,8 +127,10 @@ def _degenerate(m: dict[str, Any], info: dict[str, Any]) -> list[str]:
         return out + ["The audit flagged no task: an answer that computes nothing passes none of them.", ""]
     s = d["overall"]
     flagged = ", ".join(f"`{t}`" for t in d["tasks"])
-    out += [(f"The audit flagged {len(d['tasks'])} task(s) that an answer computing nothing would pass; they are "
-             f"left out of every number above: {flagged}."), ""]
+    where = ("they are counted in every number above (--keep-degenerate)" if d.get("in_headline")
+             else "they are left out of every number above (--keep-degenerate keeps them)")
+    out += [(f"The audit flagged {len(d['tasks'])} task(s) that an answer computing nothing would pass; "
+             f"{where}: {flagged}."), ""]
     if s:
         out += _table(["tasks", "answers", "compiled", "correct", "fast_1"],
                       [[s["tasks"], s["attempts"], _pct(s["compile_rate"]), _pct(s["correct_rate"]),
@@ -154,7 +156,7 @@ def write_plots(out_dir: Path, metrics: dict[str, Any], attempts: Sequence[Attem
     except ImportError:
         return {}, ("Plots were not drawn: matplotlib is not installed. `pip install matplotlib`, then "
                     "`kernelgym eval --report-only --out DIR` draws them from the JSONL.")
-    degenerate = set(metrics["degenerate"]["tasks"])
+    degenerate = set() if metrics["degenerate"].get("in_headline") else set(metrics["degenerate"]["tasks"])
     main = [a for a in attempts if a.task_id not in degenerate]
     turns = metrics["turns"]
     best = best_so_far(main, turns)

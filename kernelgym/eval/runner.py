@@ -39,6 +39,7 @@ from kernelgym.eval.trajectory import Trajectory
 from kernelgym.generation.base import Generator
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import EvalResult, Status
+from kernelgym.tasks.limited import ChildLimits
 from kernelgym.tasks.task import Task
 
 # Settings that change what a resumed run would generate or how it is judged; turns and samples may grow.
@@ -98,9 +99,10 @@ class RunFiles:
 def run_eval(tasks: Sequence[Task], config: EvalConfig, out_dir: Path, make_generator: Callable[[], Generator],
              open_judge: Callable[[], contextlib.AbstractContextManager[JudgeClient]],
              info: dict[str, Any] | None = None, degenerate: Sequence[str] = (),
-             progress: bool = True) -> dict[str, Any]:
+             progress: bool = True, keep_degenerate: bool = False) -> dict[str, Any]:
     """Run (or resume) an eval and return its metrics document (`metrics.evaluate`), also written
-    to metrics.json. The generator and the judge are only built when something needs them."""
+    to metrics.json. The generator and the judge are only built when something needs them. Tasks in
+    `degenerate` are flagged and left out of the headline numbers unless `keep_degenerate`."""
     files = RunFiles(out_dir)
     _check_tasks(tasks)
     _start_run(files, config, tasks, info or {})
@@ -117,7 +119,7 @@ def run_eval(tasks: Sequence[Task], config: EvalConfig, out_dir: Path, make_gene
                 break
             run.play_turn(turn, active)
     ordered = sorted(run.attempts.values(), key=lambda a: a.key)
-    metrics = evaluate(ordered, config.turns, config.samples, degenerate)
+    metrics = evaluate(ordered, config.turns, config.samples, degenerate, keep_degenerate)
     files.metrics.write_text(json.dumps(metrics, indent=2))
     return metrics
 
@@ -217,26 +219,20 @@ def _plan_calls(missing: list[Trajectory], turn: int, config: EvalConfig) -> lis
 
 
 def degenerate_tasks(tasks: Sequence[Task], files: RunFiles, judge_config: JudgeConfig,
-                     progress: bool = True) -> list[str]:
+                     progress: bool = True, limits: ChildLimits | None = None) -> list[str]:
     """Ids of the tasks the degenerate-task audit (`kernelgym.tasks.audit`) flags, auditing only the
-    tasks audit.jsonl does not hold yet. The audit runs the references in this process."""
-    from kernelgym.tasks.audit import audit_tasks
+    tasks audit.jsonl does not hold yet, each in a limited child (`limits`, default `ChildLimits()`);
+    a row is written as each task finishes."""
+    from kernelgym.tasks.audit import AuditLog, audit_tasks
 
-    done: dict[str, dict[str, Any]] = {}
-    if files.audit.is_file():
-        for line in files.audit.read_text().splitlines():
-            with contextlib.suppress(ValueError, KeyError):
-                row = json.loads(line)
-                done[row["task_id"]] = row
+    log = AuditLog(files.audit)
+    done = log.done()
     todo = [t for t in tasks if t.task_id not in done]
     if todo:
-        files.root.mkdir(parents=True, exist_ok=True)
-        with files.audit.open("a") as fh:
-            for audit in audit_tasks(todo, judge_config, progress=progress):
-                row = audit.to_dict()
-                fh.write(json.dumps(row) + "\n")
-                done[audit.task_id] = row
-    return sorted(t.task_id for t in tasks if done[t.task_id]["verdict"] == "degenerate")
+        for audit in audit_tasks(todo, judge_config, progress=progress, limits=limits or ChildLimits(),
+                                 on_audit=log.append):
+            done[audit.task_id] = audit
+    return sorted(t.task_id for t in tasks if done[t.task_id].verdict == "degenerate")
 
 
 def _check_tasks(tasks: Sequence[Task]) -> None:
