@@ -1,0 +1,267 @@
+"""The adapters against the real framework packages, each test where its framework is installed.
+
+`launch/interop_check.sh` makes one venv per framework at the lowest and the highest version its
+adapter claims and runs this file in each. Every test plays a full episode, a rollout the framework
+cuts short (its own turn limit, or a rollout dropped without a word), and checks that no server
+session outlives its rollout. The server is `$KERNELGYM_INTEROP_URL` (the script's `kernelgym env
+serve --device cpu --tasks relu --max-turns 2 --max-sessions 2`, real judge), or, where openenv 0.10
+is installed, one started here with the same limits and a stub judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kernelgym.env.adapters import skyrl as kg_skyrl
+from kernelgym.env.adapters import trl as kg_trl
+from kernelgym.env.adapters import verifiers as kg_verifiers
+from kernelgym.env.adapters import verl as kg_verl
+from kernelgym.env.adapters.backend import close_backend
+
+URL_ENV = "KERNELGYM_INTEROP_URL"
+MAX_SESSIONS = 2
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = "```python\n" + (ROOT / "data" / "answers" / "relu.py").read_text(encoding="utf-8") + "\n```"
+WRONG = "I could not write a kernel for this task."
+
+
+def _stub_judge(task, answer, config):
+    """Answers that define ModelNew are correct, anything else is wrong (the real judge agrees on GOOD and WRONG)."""
+    from kernelgym.judge.result import EvalResult, Status
+
+    good = "class ModelNew" in answer
+    return EvalResult(status=Status.OK if good else Status.WRONG_OUTPUT, task_id=task.task_id, compiled=good,
+                      correct=good)
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The URL of a KernelGym server with 2-turn episodes and at most 2 sessions."""
+    if os.environ.get(URL_ENV):
+        yield os.environ[URL_ENV].rstrip("/")
+        return
+    try:
+        from kernelgym.env import EnvConfig
+        from kernelgym.env.server import BackgroundServer, create_server_app
+        from kernelgym.judge import JudgeConfig
+    except ImportError as e:  # a framework venv without openenv 0.10 (verifiers'): the script passes a URL
+        pytest.skip(f"no ${URL_ENV} and no local server ({e})")
+    app = create_server_app(JudgeConfig(device="cpu"), env_config=EnvConfig(max_turns=2), tasks="relu",
+                            max_sessions=MAX_SESSIONS, judge_fn=_stub_judge)
+    with BackgroundServer(app) as url:
+        yield url
+
+
+def _active_sessions(url: str) -> int:
+    with urllib.request.urlopen(f"{url}/sessions", timeout=10) as reply:
+        return json.load(reply)["active_sessions"]
+
+
+def _no_session_left(url: str) -> bool:
+    """True once the server holds no session (it counts one out when it has run that session's close)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if _active_sessions(url) == 0:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --- verifiers (claims >=0.4,<0.5) ------------------------------------------------------------------
+
+
+class _ScriptedPlayer:
+    """verifiers' player seat as `OpenEnvEnv.run` uses it: `interaction(task)` is an async context whose
+    `turn(payload)` shows the model a user turn and returns its reply; a turn after the last scripted
+    reply is `terminated`, as a seat at its turn or token cap is."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = list(replies)
+        self.shown: list[dict] = []
+        self.trace = SimpleNamespace(rewards={}, stopped=None)
+        self.trace.record_reward = lambda name, value: self.trace.rewards.__setitem__(name, value)
+        self.trace.stop = lambda reason: setattr(self.trace, "stopped", reason)
+
+    def interaction(self, task):
+        return self
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return False
+
+    async def turn(self, payload: str):
+        self.shown.append(json.loads(payload))
+        if not self.replies:
+            return SimpleNamespace(terminated=True, last_reply="")
+        return SimpleNamespace(terminated=False, last_reply=self.replies.pop(0))
+
+
+def _verifiers_rollout(task, replies: list[str]) -> _ScriptedPlayer:
+    from verifiers.v1.tasksets.openenv import OpenEnvEnv
+
+    player = _ScriptedPlayer(replies)
+    # OpenEnvEnv.run is verifiers' whole episode loop and reads nothing from its Env; building an Env takes
+    # verifiers' run config (a taskset id, a model), so it is called unbound.
+    asyncio.run(OpenEnvEnv.run(None, task, SimpleNamespace(player=player)))
+    return player
+
+
+def test_verifiers_openenv_taskset_plays_episodes_and_cut_rollouts_release_their_sessions(server):
+    pytest.importorskip("verifiers.v1.tasksets.openenv")
+    (task,) = list(kg_verifiers.load_taskset(server, ["relu"]))
+    assert task.data.base_url == server and task.data.reset["task"] == "relu"
+
+    full = _verifiers_rollout(task, [WRONG, GOOD])
+    assert len(full.shown) == 2 and [m["role"] for m in full.shown[0]["observation"]["messages"]] == ["system", "user"]
+    (feedback,) = full.shown[1]["observation"]["messages"]
+    assert feedback["role"] == "user" and "result" not in full.shown[1]["observation"]["metadata"]
+    assert full.trace.rewards["openenv_reward"] > 0  # the fenced reply reached the judge as code
+
+    for _ in range(MAX_SESSIONS + 1):  # cut at the seat's cap after one answer, more rollouts than sessions
+        cut = _verifiers_rollout(task, [WRONG])
+        assert len(cut.shown) == 2 and cut.trace.rewards["openenv_reward"] == 0.0
+    assert _no_session_left(server)
+
+
+# --- SkyRL (skyrl-gym 0.4) -------------------------------------------------------------------------
+
+
+def test_skyrl_gym_make_plays_an_episode_and_dropped_rollouts_hold_no_session(server):
+    skyrl_gym = pytest.importorskip("skyrl_gym")
+    from skyrl_gym.envs.base_text_env import BaseTextEnv
+    from skyrl_gym.envs.registration import registry
+
+    if kg_skyrl.ENV_ID not in registry:
+        kg_skyrl.register()
+    prompt = [{"role": "user", "content": "relu"}]
+    env = skyrl_gym.make(kg_skyrl.ENV_ID, env_config={"base_url": server}, extras={"task": "relu"})
+    assert isinstance(env, BaseTextEnv)
+    assert env.init(prompt)[0] == prompt
+    first, last = env.step(WRONG), env.step(GOOD)
+    assert first["done"] is False and first["observations"][0]["role"] == "user"
+    assert last["done"] is True and last["reward"] > 0 and last["metadata"]["status"] == "ok"
+    env.close()
+
+    for _ in range(MAX_SESSIONS + 1):  # the generator's max_turns ends the rollout; then dropped, no close()
+        cut = skyrl_gym.make(kg_skyrl.ENV_ID, env_config={"base_url": server}, extras={"task": "relu", "max_turns": 1})
+        cut.init(prompt)
+        assert cut.step(WRONG)["done"] is True
+    assert _no_session_left(server)
+
+
+# --- verl (interaction 0.6-0.7, tool 0.7-0.9) ------------------------------------------------------
+
+
+def _verl_minor() -> tuple[int, int]:
+    major, minor = kg_verl.installed_verl().split(".")[:2]
+    return int(major), int(minor)
+
+
+def _in(found: tuple[int, int], supported) -> bool:
+    lo, hi = supported
+    return lo <= found < hi
+
+
+def test_verl_interaction_from_verls_registry_plays_and_truncated_rollouts_hold_no_session(server, tmp_path):
+    pytest.importorskip("verl")
+    if not _in(_verl_minor(), kg_verl.INTERACTION_VERSIONS):
+        with pytest.raises(kg_verl.VerlVersionError, match="KernelGymTool"):
+            kg_verl.KernelGymInteraction({"base_url": server})
+        return
+    from verl.interactions.base import BaseInteraction
+    from verl.interactions.utils.interaction_registry import initialize_interactions_from_config
+
+    config = tmp_path / "interaction.yaml"
+    config.write_text(f"interaction:\n  - name: kernelgym\n    class_name: kernelgym.env.adapters.verl.KernelGymInteraction\n"
+                      f"    config:\n      base_url: {server}\n")
+    interaction = initialize_interactions_from_config(str(config))["kernelgym"]
+    assert isinstance(interaction, BaseInteraction)
+    kwargs = kg_verl.dataset_rows(["relu"])[0]["extra_info"]["interaction_kwargs"]
+
+    async def rollouts():
+        rid = await interaction.start_interaction("full", **kwargs)
+        messages = [{"role": "user", "content": "..."}, {"role": "assistant", "content": WRONG}]
+        first = await interaction.generate_response(rid, messages, **kwargs)
+        messages += [{"role": "user", "content": first[1]}, {"role": "assistant", "content": GOOD}]
+        last = await interaction.generate_response(rid, messages, **kwargs)
+        for k in range(MAX_SESSIONS + 1):  # verl's length limit: no finalize_interaction
+            cut = await interaction.start_interaction(f"cut{k}", **kwargs)
+            assert (await interaction.generate_response(cut, [{"role": "assistant", "content": WRONG}], **kwargs))[0] is False
+        return first, last
+
+    first, last = asyncio.run(rollouts())
+    assert first[0] is False and first[2] == 0.0
+    assert last[0] is True and last[2] > 0 and last[3]["status"] == "ok"
+    assert _no_session_left(server)
+
+
+def test_verl_tool_from_verls_registry_plays_and_truncated_rollouts_hold_no_session(server, tmp_path):
+    pytest.importorskip("verl")
+    if not _in(_verl_minor(), kg_verl.TOOL_VERSIONS):
+        with pytest.raises(kg_verl.VerlVersionError, match="KernelGymInteraction"):
+            kg_verl.KernelGymTool({"base_url": server})
+        return
+    from verl.tools.base_tool import BaseTool
+    from verl.tools.schemas import ToolResponse
+    from verl.tools.utils.tool_registry import initialize_tools_from_config
+
+    config = tmp_path / "tool.yaml"
+    config.write_text(f"tools:\n  - class_name: kernelgym.env.adapters.verl.KernelGymTool\n    config:\n"
+                      f"      type: native\n      base_url: {server}\n")
+    (tool,) = initialize_tools_from_config(str(config))
+    assert isinstance(tool, BaseTool) and tool.name == kg_verl.TOOL_NAME
+    assert tool.get_openai_tool_schema().function.name == kg_verl.TOOL_NAME
+    create_kwargs = kg_verl.tool_dataset_rows(["relu"])[0]["extra_info"]["tools_kwargs"][kg_verl.TOOL_NAME]["create_kwargs"]
+
+    async def call(agent_data, code):  # what verl's tool agent loop does around each call
+        instance_id, _ = await tool.create(create_kwargs=create_kwargs)
+        try:
+            return await tool.execute(instance_id, {"code": code}, agent_data=agent_data)
+        finally:
+            await tool.release(instance_id)
+
+    async def rollouts():
+        episode = SimpleNamespace(extra_fields={})
+        calls = [await call(episode, WRONG), await call(episode, GOOD), await call(episode, GOOD)]
+        for _ in range(MAX_SESSIONS + 1):  # rollouts cut by verl's turn limit after one call
+            await call(SimpleNamespace(extra_fields={}), WRONG)
+        return calls
+
+    calls = asyncio.run(rollouts())
+    assert all(isinstance(text, ToolResponse) for text, _, _ in calls)
+    assert calls[0][1] == 0.0 and calls[1][1] > 0 and "episode is over" in calls[1][0].text
+    assert calls[2][1] == 0.0 and calls[2][0].text.startswith("The episode is over")
+    assert _no_session_left(server)
+
+
+# --- TRL (claims >=1.16,<1.17) ---------------------------------------------------------------------
+
+
+def test_trl_environment_factory_through_trls_own_tool_plumbing(server):
+    """TRL's GRPOTrainer turns every public method but reset/get_reward into a tool with transformers'
+    `get_json_schema`, resets each pooled environment with the dataset row, and calls `get_reward`."""
+    pytest.importorskip("trl")
+    from transformers.utils import get_json_schema
+
+    factory = kg_trl.kernelgym_environment_factory(base_url=server)
+    env = factory()
+    schema = get_json_schema(env.submit)
+    assert schema["function"]["name"] == "submit" and schema["function"]["parameters"]["required"] == ["code"]
+    row = kg_trl.dataset_rows(["relu"])[0]
+    assert "`submit` tool" in env.reset(**row)
+    assert env.submit(WRONG).startswith("Status:")
+    assert "episode is over" in env.submit(GOOD) and env.get_reward() > 0
+    assert "`submit` tool" in env.reset(**row)  # TRL reuses the instance for its next rollout
+    assert env.get_reward() == 0.0
+    close_backend(env._backend)  # what the idle timeout or the trainer's exit does for TRL's pool
+    assert _no_session_left(server)
