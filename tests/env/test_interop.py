@@ -213,7 +213,10 @@ def test_verl_tool_from_verls_registry_plays_and_truncated_rollouts_hold_no_sess
         return
     from verl.tools.base_tool import BaseTool
     from verl.tools.schemas import ToolResponse
-    from verl.tools.utils.tool_registry import initialize_tools_from_config
+    try:
+        from verl.tools.tool_registry import initialize_tools_from_config  # verl 0.9
+    except ImportError:
+        from verl.tools.utils.tool_registry import initialize_tools_from_config  # verl 0.7-0.8
 
     config = tmp_path / "tool.yaml"
     config.write_text(f"tools:\n  - class_name: kernelgym.env.adapters.verl.KernelGymTool\n    config:\n"
