@@ -91,9 +91,15 @@ def _install_scalar_index() -> None:
     if patch is None or getattr(patch, "_kernelgym_index", False):
         return
 
+    def index(self: Any) -> int:
+        data = np.asarray(self.handle.data)
+        if data.size != 1:  # a block is no integer: the GPU compiler refuses it too
+            raise TypeError(f"only a scalar can be used as an integer, not a block of {data.size} values")
+        return int(data.reshape(()))
+
     def patch_lang_tensor(tensor: Any, scope: Any) -> None:
         patch(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+        scope.set_attr(tensor, "__index__", index)
 
     patch_lang_tensor._kernelgym_index = True  # type: ignore[attr-defined]
     interpreter._patch_lang_tensor = patch_lang_tensor

@@ -303,5 +303,9 @@ def test_scalar_arguments_index_ranges_whatever_the_interpreters_int_conversion(
     interpreter._patch_lang_tensor(Scalar, scope)
     try:
         assert list(range(0, Scalar(5), 2)) == [0, 2, 4]  # Triton 3.6's int(array([5])) fails on NumPy 2
+        block = Scalar(0)
+        block.handle.data = np.arange(4)
+        with pytest.raises(TypeError, match="block of 4"):  # a block stays no integer, as on a GPU
+            range(block)
     finally:
         scope.restore()
