@@ -202,6 +202,27 @@ def test_verl_tool_plays_an_episode_one_call_at_a_time():
     assert verl.compute_score("kernelgym", "", "", extra_info={"tool_rewards": [r for _, r, _ in calls]}) == 0.5
 
 
+def test_verl_tool_calls_of_one_turn_are_not_paid_once_each():
+    # verl gathers a turn's tool calls (max_parallel_calls): copies of one answer judged side by side
+    # against the same earlier rewards would each earn the full improvement (red team, 2026-11-24)
+    from types import SimpleNamespace
+
+    backends = Backends(max_turns=3)
+    tool = verl.KernelGymTool({"type": "native"}, backend_factory=backends)
+    agent_data = SimpleNamespace(extra_fields={})
+
+    async def turn():
+        ids = [(await tool.create(create_kwargs={"task": "relu"}))[0] for _ in range(4)]
+        return await asyncio.gather(*(tool.execute(i, {"code": "good"}, agent_data=agent_data) for i in ids))
+
+    calls = asyncio.run(turn())
+    rewards = [reward for _, reward, _ in calls]
+    assert sorted(rewards) == [0.0, 0.0, 0.0, pytest.approx(0.5)]
+    assert sum("submit one answer at a time" in response.text for response, _, _ in calls) == 3
+    assert agent_data.extra_fields["kernelgym"]["answer_rewards"] == [pytest.approx(0.5)]
+    assert verl.compute_score("kernelgym", "", "", extra_info={"tool_rewards": rewards}) == pytest.approx(0.5)
+
+
 def test_skyrl_text_env_steps_until_done_and_holds_no_backend_between_steps():
     backends = Backends(max_turns=2)
     row = skyrl.dataset_rows(["relu"])[0]

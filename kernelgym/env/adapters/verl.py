@@ -189,6 +189,9 @@ def _tool_response(text: str) -> Any:
     return ToolResponse(text=text)
 
 
+ONE_AT_A_TIME = ("Not judged: submit one answer at a time. Another submit_kernel call of this turn is being "
+                 "judged; its result is what counts.")
+
 class KernelGymTool(_ToolBase):  # type: ignore[misc, valid-type]
     """The `submit_kernel` tool (verl 0.7-0.9, `multi_turn.tool_config_path`): each call judges one answer
     as the next turn of the rollout's episode on the task of its row's `tools_kwargs`.
@@ -233,8 +236,16 @@ class KernelGymTool(_ToolBase):  # type: ignore[misc, valid-type]
         episode = agent_data.extra_fields.setdefault("kernelgym", {"answer_rewards": [], "done": False})
         if episode["done"]:
             return _tool_response(EPISODE_OVER.strip()), 0.0, {"status": None, "turn": len(episode["answer_rewards"])}
-        obs = await asyncio.to_thread(judge_turn, self._make_backend, self._tasks[instance_id],
-                                      str(parameters.get("code", "")), episode["answer_rewards"])
+        if episode.get("judging"):
+            # verl runs one turn's tool calls together: judged side by side against the same earlier
+            # rewards, each copy of an answer would be paid in full (and past max_turns)
+            return _tool_response(ONE_AT_A_TIME), 0.0, {"status": None, "turn": len(episode["answer_rewards"])}
+        episode["judging"] = True  # set before the first await: the event loop runs no sibling call in between
+        try:
+            obs = await asyncio.to_thread(judge_turn, self._make_backend, self._tasks[instance_id],
+                                          str(parameters.get("code", "")), episode["answer_rewards"])
+        finally:
+            episode["judging"] = False
         episode["answer_rewards"].append(float(obs.metadata.get("answer_reward", obs.reward or 0.0)))
         episode["done"] = bool(obs.done)
         result = obs.metadata.get("result") or {}
