@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from kernelgym.judge.extract import extract_code
+from kernelgym.judge.extract import python_blocks
 from kernelgym.judge.result import EvalResult, Status
 from kernelgym.judge.static_checks import analyse
 from rewards.config import REWARD_NAMES, RewardConfig
@@ -89,12 +89,10 @@ def format_reward(answer_text: str) -> float:
 
     Uses the judge's own extractor and AST scan; a kernel under ``@triton.autotune`` counts.
     """
-    try:
-        code = extract_code(answer_text)
-    except ValueError:
+    blocks = python_blocks(answer_text)
+    if not blocks:  # only a closed block counts as formatted: not bare code, not a block cut off
         return 0.0
-    if code == answer_text:  # extract_code falls back to the whole text when there is no fenced block
-        return 0.0
+    code = blocks[-1]  # the block the judge runs (extract_code's first choice)
     try:
         report = analyse(code, allow_torch_compute=True)
     except (SyntaxError, ValueError):

@@ -28,11 +28,16 @@ def decode_answer(answer: str | bytes, max_bytes: int) -> str:
         raise AnswerError(f"answer is not valid UTF-8 (byte {e.start}): send the code as UTF-8 text") from None
 
 
+def python_blocks(text: str) -> list[str]:
+    """The bodies of the closed, python-tagged (or untagged) fenced blocks, in order."""
+    return [body for tag, body in _FENCE.findall(text) if tag.lower() in _PYTHON_TAGS]
+
+
 def extract_code(text: str) -> str:
     """The last fenced python block (untagged blocks count); else, when a block was opened but never
     closed (an answer cut by its token limit), what follows its opening fence; else the whole text.
     So a cut answer is reported where it was cut, not as a syntax error on the fence."""
-    blocks = [body for tag, body in _FENCE.findall(text) if tag.lower() in _PYTHON_TAGS]
+    blocks = python_blocks(text)
     if blocks:
         code = blocks[-1]
     else:

@@ -136,8 +136,10 @@ def test_format_reward_good():
         GOOD.replace("    pid = tl.program_id(0)", "    pid = (("),  # syntax error
         "",
         "```python\n```",
+        GOOD[:GOOD.rindex("```")],  # the block is never closed (an answer cut by its token limit)
+        "```text\nnotes\n```\n" + GOOD.replace("```python\n", "").replace("```\n", ""),  # bare code after a block
     ],
-    ids=["no-fence", "no-modelnew", "no-jit", "syntax-error", "empty", "empty-block"],
+    ids=["no-fence", "no-modelnew", "no-jit", "syntax-error", "empty", "empty-block", "unclosed", "bare-after-block"],
 )
 def test_format_reward_bad(text):
     assert format_reward(text) == 0.0
