@@ -321,6 +321,8 @@ def corpus_rows(config: ColdstartConfig, log: Log, tasks: dict[str, Any],
                      "ops": list(cand.ops), "dtype": cand.dtype, "answer": answer, "prompt": prompt,
                      "completion": [{"role": "assistant", "content": _block(answer)}],
                      "corruption": a.corruption, "broken_status": a.status if a.kind == REPAIR else "",
+                     # what the verdict rests on: a merged corpus can be filtered to full-size GPU verdicts
+                     "verified_on": "cpu-small" if config.device == "cpu" else "cuda-full",
                      "style": json.dumps(a.style, sort_keys=True)})
     return rows
 

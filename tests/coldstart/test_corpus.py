@@ -44,6 +44,7 @@ def test_corpus_rows_are_verified_and_rendered_as_the_environment_renders_them(c
         assert row["prompt"] == first_messages(cand.task(), templates)
         assert row["completion"] == [{"role": "assistant", "content": f"```python\n{row['answer'].strip()}\n```"}]
         assert "class ModelNew" in row["answer"] and "@triton.jit" in row["answer"]
+        assert row["verified_on"] == "cpu-small"
 
 
 def test_repair_rows_show_a_failing_answer_its_feedback_and_the_verified_fix(corpus):
