@@ -334,6 +334,7 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
         self._reply_within_s: float | None = None
         self._view = "full"
         self._pending: asyncio.Future[KernelGymObservation] | None = None  # a step answered as pending
+        self._provisional = 0.0  # the reward the pending turn paid ahead (the reward's floor)
         # Steps run here rather than in OpenEnv's session thread because step_async must be able to
         # stop waiting on one; one thread per session keeps a session's steps in order.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelgym-session")
@@ -384,10 +385,12 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
         client leaves, so the session is closed at once (a judge call already running still finishes).
 
         With `reply_within_s` (reset), a step not judged by then, however long the queue for a judge
-        slot, is answered with a pending observation (reward 0, `metadata["pending"]`); the session's
-        next step, whatever its action, collects that answer's result instead of judging the action."""
+        slot, is answered with a pending observation (`metadata["pending"]`) paying the reward's floor
+        (0 for drkernel, the cheat penalty with penalties); the session's next step, whatever its action,
+        collects that answer's result instead of judging the action, paying its reward minus the floor."""
         self._presence = _PRESENCE.get()
         step, self._pending = self._pending, None
+        provisional, self._provisional = self._provisional, 0.0
         if step is None:
             step = asyncio.get_running_loop().run_in_executor(self._worker, self.step, action)
             step.add_done_callback(lambda f: f.cancelled() or f.exception())  # a late failure is nobody's to see
@@ -398,16 +401,22 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
             for w in waits - {step}:
                 w.cancel()
         if step.done():
-            return step.result()
+            obs = step.result()
+            if provisional:  # the pending turn already paid the floor: pay the rest now
+                obs = obs.model_copy(update={"reward": (obs.reward or 0.0) - provisional})
+            return obs
         if self._presence is not None and self._presence.gone.is_set():
             raise ClientLeft("the client closed the connection while its answer was being judged")
         self._pending = step
+        # the pending turn pays the least an answer can earn, and the collecting step the difference,
+        # so ending the episode (or letting a client's turn limit end it) before collecting never pays
+        self._provisional = self._env.reward_config.floor
         return self._pending_observation()
 
     def _pending_observation(self) -> KernelGymObservation:
         state = self._env.state
         return self._shown(KernelGymObservation(
-            messages=[{"role": "user", "content": PENDING_TEXT}], done=False, reward=0.0,
+            messages=[{"role": "user", "content": PENDING_TEXT}], done=False, reward=self._provisional,
             metadata={"task_id": state.task_id, "turn": state.turn, "episode_id": self._episode_id, "pending": True}))
 
     @property

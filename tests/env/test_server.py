@@ -139,6 +139,26 @@ def blocking_judge():
     release.set()
 
 
+def test_a_pending_turn_pays_the_rewards_floor_so_leaving_before_collecting_never_pays(blocking_judge):
+    # red team 2026-11-24: with penalties, a slow answer answered "pending" (reward 0) whose episode then
+    # ends uncollected escaped its penalty. The pending turn now pays the floor, the collection the rest.
+    from openenv.core import GenericEnvClient
+
+    from rewards.config import RewardConfig
+
+    judge, release, calls = blocking_judge
+    app = create_server_app(FAST_CPU, RewardConfig(name="cheat_penalty"), tasks="relu", max_sessions=2, jobs=1,
+                            judge_fn=judge)
+    with BackgroundServer(app) as url, GenericEnvClient(base_url=url, message_timeout_s=30).sync() as client:
+        client.reset(task="relu", reply_within_s=0.3)
+        pending = client.step({"answer": "good 0"})
+        assert pending.observation["metadata"]["pending"] and pending.reward == pytest.approx(-1.0)
+        release.set()
+        collected = client.step({"answer": "wait"})
+    assert collected.reward == pytest.approx(0.5 + 1.0)  # the answer's 0.5 minus the -1.0 paid ahead
+    assert pending.reward + collected.reward == pytest.approx(0.5) and calls == ["good 0"]
+
+
 def test_a_client_that_drops_mid_step_frees_its_session_and_its_queued_answer(blocking_judge):
     judge, release, calls = blocking_judge
     app = create_server_app(FAST_CPU, tasks="relu", max_sessions=4, jobs=1, judge_fn=judge)
