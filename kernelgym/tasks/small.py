@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelgym.ast_parse import parse as parse_source
-from kernelgym.tasks.task import SMALL_OVERRIDES_NAME, TaskError
+from kernelgym.tasks.base import SMALL_OVERRIDES_NAME, TaskError
 
 # The level chosen from the full source, written into the sources the judge's child executes (they
 # lack the model to estimate from); a task author normally leaves it out.

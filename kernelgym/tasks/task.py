@@ -14,14 +14,10 @@ import types
 from dataclasses import dataclass, field
 
 from kernelgym.ast_parse import parse as parse_source
+from kernelgym.tasks.base import SMALL_OVERRIDES_NAME, TaskError  # noqa: F401 (re-exported)
 
-SMALL_OVERRIDES_NAME = "KERNELGYM_SMALL"
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 SIZES = ("full", "small")
-
-
-class TaskError(ValueError):
-    """A task source that cannot be used (missing `Model`, broken `get_inputs`, ...)."""
 
 
 @dataclass(frozen=True)

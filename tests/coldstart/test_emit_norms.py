@@ -80,7 +80,7 @@ def test_judged_chains_are_ok(monkeypatch: pytest.MonkeyPatch):
                 _small_caps(m)
             candidate = compose_chain(ops.split(","), rank, dtype, seed=seed, index=seed)
             pairs.append((candidate.task(), write_answer(candidate, seed=seed)))
-    results = judge_many(pairs, JudgeConfig(device="cpu"), jobs=2, progress=False)
+    results = judge_many(pairs, JudgeConfig(device="cpu", seed=0), jobs=2, progress=False)  # seeded: no flaky draws
     bad = [(spec[0], spec[2], r.status, (r.message or "")[:300]) for spec, r in zip(JUDGED, results)
            if r.status.value != "ok"]
     assert not bad, bad
