@@ -60,15 +60,15 @@ class RewardConfig:
             )
         if not (0 <= self.prs_tau < 1):
             raise ValueError(f"RewardConfig.prs_tau must be in [0, 1), not {self.prs_tau!r}")
-
-    @property
-    def floor(self) -> float:
-        """The least reward one answer can earn under this configuration (drkernel: 0; with
-        penalties: the cheat penalty, the lowest of them)."""
-        return 0.0 if self.name == "drkernel" else min(0.0, self.cheat_penalty, self.stage_penalty_compile)
         if not (0 < self.prs_f < math.inf):
             raise ValueError(f"RewardConfig.prs_f must be a finite number > 0, not {self.prs_f!r}")
         if not self.outlier_threshold > 0:
             raise ValueError(f"RewardConfig.outlier_threshold must be > 0, not {self.outlier_threshold!r}")
         if not (0 <= self.format_weight < math.inf):
             raise ValueError(f"RewardConfig.format_weight must be a finite number >= 0, not {self.format_weight!r}")
+
+    @property
+    def floor(self) -> float:
+        """The least reward one answer can earn under this configuration (drkernel: 0; with
+        penalties: the cheat penalty, the lowest of them)."""
+        return 0.0 if self.name == "drkernel" else min(0.0, self.cheat_penalty, self.stage_penalty_compile)

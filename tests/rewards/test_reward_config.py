@@ -47,3 +47,9 @@ def test_cheat_penalty_above_compile_penalty_allowed_outside_shaped():
 
 def test_outlier_threshold_inf_disables():
     assert RewardConfig(outlier_threshold=math.inf).outlier_threshold == math.inf
+
+
+def test_floor_is_the_least_reward_an_answer_can_earn():
+    assert RewardConfig(name="drkernel").floor == 0.0
+    assert RewardConfig(name="cheat_penalty", cheat_penalty=-2.0).floor == -2.0
+    assert RewardConfig(name="shaped").floor == RewardConfig(name="shaped").cheat_penalty
