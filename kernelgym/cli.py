@@ -71,6 +71,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ta.add_argument("--resume", action="store_true", help="skip the tasks --json-out already holds")
     ta.add_argument("--memory-gb", type=float, default=6.0, help="address-space limit of each task's child (cpu)")
     ta.add_argument("--task-timeout", type=float, default=120.0, help="wall-clock limit of each task's child, s")
+    ta.add_argument("--jobs", type=int, default=1, help="tasks audited at once, each in its own child")
     ta.set_defaults(func=_cmd_tasks_audit)
     from kernelgym.taskgen.cli import add_taskgen_parsers
 
@@ -316,6 +317,8 @@ def _cmd_tasks_audit(args: argparse.Namespace) -> int:
         raise UsageError("--trials must be at least 2 (the stale control compares two seeds)")
     if args.resume and not args.json_out:
         raise UsageError("--resume needs --json-out (the file to resume from)")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
     tasks = resolve_tasks(args.spec)
     if not tasks:
         raise UsageError(f"task spec {args.spec!r} names no tasks")
@@ -328,7 +331,7 @@ def _cmd_tasks_audit(args: argparse.Namespace) -> int:
         console.print(f"resuming: {len(tasks) - len(todo)} of {len(tasks)} tasks already audited in {args.json_out}")
     limits = ChildLimits(memory_gb=args.memory_gb, timeout_s=args.task_timeout)
     new = audit_tasks(todo, JudgeConfig(device=args.device, size=args.size), trials=args.trials, limits=limits,
-                      on_audit=log.append if log else None)
+                      on_audit=log.append if log else None, jobs=args.jobs)
     by_id = {**done, **{a.task_id: a for a in new}}
     audits = [by_id[t.task_id] for t in tasks]
     console.print(audit_table(audits))

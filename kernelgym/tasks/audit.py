@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,25 +178,48 @@ def audit_task(task: Task, config: JudgeConfig, trials: int = 3) -> TaskAudit:
 
 
 def audit_tasks(tasks: Iterable[Task], config: JudgeConfig, progress: bool = True, trials: int = 3,
-                limits: ChildLimits | None = None,
-                on_audit: Callable[[TaskAudit], None] | None = None) -> list[TaskAudit]:
+                limits: ChildLimits | None = None, on_audit: Callable[[TaskAudit], None] | None = None,
+                jobs: int = 1) -> list[TaskAudit]:
     """`audit_task` over many tasks, each in its own child under `limits` (None: in this process),
     handing each audit to `on_audit` as it finishes; a rich progress bar naming the current task
-    on stderr when `progress`."""
+    on stderr when `progress`. With `jobs` > 1 (and limits) that many children run at once; the
+    audits come back in the tasks' order, `on_audit` sees them in the order they finish."""
     tasks = list(tasks)
+    if jobs < 1:
+        raise ValueError("audit_tasks needs jobs >= 1")
     columns = (TextColumn("[bold]audit[/bold] {task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
-    audits = []
     with Progress(*columns, console=Console(stderr=True), transient=True, disable=not progress) as bar:
         job = bar.add_task("", total=len(tasks))
-        for t in tasks:
-            bar.update(job, description=t.task_id)
-            audit = audit_task(t, config, trials) if limits is None else _audit_limited(t, config, trials, limits)
-            audits.append(audit)
-            if on_audit is not None:
-                on_audit(audit)
-            bar.advance(job)
-    return audits
+        if limits is None or jobs == 1:
+            audits = []
+            for t in tasks:
+                bar.update(job, description=t.task_id)
+                audit = audit_task(t, config, trials) if limits is None else _audit_limited(t, config, trials, limits)
+                audits.append(audit)
+                if on_audit is not None:
+                    on_audit(audit)
+                bar.advance(job)
+            return audits
+        # Each thread only waits on its own child process: the work and its limits live there.
+        running: set[str] = set()
+        lock = threading.Lock()
+
+        def one(t: Task) -> TaskAudit:
+            with lock:
+                running.add(t.task_id)
+                bar.update(job, description=", ".join(sorted(running)))
+            audit = _audit_limited(t, config, trials, limits)
+            with lock:
+                running.discard(t.task_id)
+                if on_audit is not None:
+                    on_audit(audit)
+                bar.update(job, description=", ".join(sorted(running)))
+                bar.advance(job)
+            return audit
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(one, tasks))
 
 
 def _audit_limited(task: Task, config: JudgeConfig, trials: int, limits: ChildLimits) -> TaskAudit:

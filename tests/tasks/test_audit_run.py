@@ -26,6 +26,15 @@ def test_a_task_over_a_limit_is_a_row_and_the_run_goes_on():
     assert audits[2].small["level"] and audits[2].small["elements"] > 0
 
 
+def test_audits_run_side_by_side_keep_the_tasks_order_and_every_row():
+    tasks = [Task("hangs", kb.HANGS), Task("scale", kb.SCALE), Task("huge", kb.HUGE_WEIGHT)]
+    rows = []
+    audits = audit_tasks(tasks, CPU, progress=False, limits=ChildLimits(timeout_s=20), on_audit=rows.append, jobs=2)
+    assert [a.task_id for a in audits] == ["hangs", "scale", "huge"]
+    assert sorted(a.task_id for a in rows) == ["hangs", "huge", "scale"]
+    assert [a.verdict for a in audits] == ["timeout", "ok", "too-large"]
+
+
 def test_a_task_that_never_returns_is_a_timeout_row():
     (audit,) = audit_tasks([Task("hangs", kb.HANGS)], CPU, progress=False, limits=ChildLimits(timeout_s=3))
     assert audit.verdict == "timeout" and "limit" in audit.error
