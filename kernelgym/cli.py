@@ -69,6 +69,8 @@ def _build_parser() -> argparse.ArgumentParser:
     ta.add_argument("--trials", type=int, default=3, help="seeds per input distribution (>= 2)")
     ta.add_argument("--json-out", type=Path, default=None, help="JSONL of every audit, a line as each task finishes")
     ta.add_argument("--resume", action="store_true", help="skip the tasks --json-out already holds")
+    ta.add_argument("--retry-limits", action="store_true",
+                    help="with --resume, audit again the tasks whose rows hit a limit (oom, timeout, crashed)")
     ta.add_argument("--memory-gb", type=float, default=6.0, help="address-space limit of each task's child (cpu)")
     ta.add_argument("--task-timeout", type=float, default=120.0, help="wall-clock limit of each task's child, s")
     ta.add_argument("--jobs", type=int, default=1, help="tasks audited at once, each in its own child")
@@ -323,7 +325,13 @@ def _cmd_tasks_audit(args: argparse.Namespace) -> int:
     if not tasks:
         raise UsageError(f"task spec {args.spec!r} names no tasks")
     log = AuditLog(args.json_out) if args.json_out else None
+    if args.retry_limits and not args.resume:
+        raise UsageError("--retry-limits goes with --resume")
     done = log.done() if log and args.resume else {}
+    if args.retry_limits:
+        retry = {k for k, a in done.items() if a.verdict in UNAUDITED}
+        log.drop(retry)
+        done = {k: a for k, a in done.items() if k not in retry}
     if log and not args.resume:
         log.start()
     todo = [t for t in tasks if t.task_id not in done]

@@ -11,7 +11,9 @@
 #   LEVELS  levels to audit (default "1 2 3"; level 4 needs transformers and the hub)
 #   BUDGET  seconds this call may spend auditing before it writes what it has (default 520)
 #   TASK_TIMEOUT  seconds per task (default 180)
-#   AUDIT_JOBS    tasks audited at once, each in its own child (default 3)
+#   AUDIT_JOBS    tasks audited at once, each in its own child (default 3; full-size tasks take up to
+#                 tens of GB each: with nothing else on the GPU)
+#   RETRY_LIMITS  set: audit again the tasks whose rows hit a limit (oom when run beside others)
 # Run it again until the log says "all levels done"; then $OUT/kernelbench_audit.md is the table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +30,7 @@ for level in $levels; do
   if (( left <= 10 )); then echo "budget spent before level$level" | tee -a "$out/audit.log"; break; fi
   echo "== level$level ($left s left)" | tee -a "$out/audit.log"
   timeout --signal=INT "$left" python -m kernelgym.cli tasks audit "kernelbench:$KB:level$level" \
-    --device cuda --size full --task-timeout "${TASK_TIMEOUT:-180}" --jobs "${AUDIT_JOBS:-3}" \
+    --device cuda --size full --task-timeout "${TASK_TIMEOUT:-180}" --jobs "${AUDIT_JOBS:-3}" ${RETRY_LIMITS:+--retry-limits} \
     --json-out "$stash/level$level.jsonl" --resume >> "$out/audit.log" 2>&1
   echo "level$level exit $?" | tee -a "$out/audit.log"
 done

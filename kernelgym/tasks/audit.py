@@ -253,6 +253,13 @@ class AuditLog:
         self.path.write_text("".join(line + "\n" for line in kept))
         return rows
 
+    def drop(self, task_ids: set[str]) -> None:
+        """Rewrite the file without these tasks' rows (to audit them again)."""
+        if task_ids and self.path.is_file():
+            kept = [line for line in self.path.read_text().splitlines()
+                    if line.strip() and json.loads(line).get("task_id") not in task_ids]
+            self.path.write_text("".join(line + "\n" for line in kept))
+
     def start(self) -> None:
         """An empty file (a run that does not resume)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -73,3 +73,19 @@ def test_an_interrupted_audit_leaves_its_rows_and_resume_skips_them(task_dir, tm
     lines = out.read_text().splitlines()
     assert lines[0] == first[0]  # the done task was not audited again
     assert [json.loads(line)["task_id"] for line in lines] == ["a_matmul", "b_scale", "c_conv3d"]
+
+
+def test_retry_limits_audits_again_only_the_rows_that_hit_a_limit(task_dir, tmp_path, capsys):
+    out = tmp_path / "audit.jsonl"
+    main(["tasks", "audit", str(task_dir), "--json-out", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["verdict"] for r in rows] != ["oom"] * 3
+    rows[1] = {**rows[1], "verdict": "oom", "limit": "oom", "error": "CUDA out of memory (another task held it)"}
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    main(["tasks", "audit", str(task_dir), "--json-out", str(out), "--resume", "--retry-limits"])
+    again = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["task_id"] for r in again] == ["a_matmul", "c_conv3d", "b_scale"]  # one row per task
+    assert again[0] == rows[0] and again[1] == rows[2]
+    assert again[2]["limit"] is None and again[2]["verdict"] == "ok"
+    assert main(["tasks", "audit", str(task_dir), "--json-out", str(out), "--retry-limits"]) == 2
+    assert "--retry-limits goes with --resume" in capsys.readouterr().err
