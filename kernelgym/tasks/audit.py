@@ -50,6 +50,8 @@ from kernelgym.tasks.task import Task, TaskError
 
 # METR's harness errors above these fractions of reference values (RH-12 in THREATS.md).
 METR_THRESHOLDS = {"near_zero": 0.70, "near_mean": 0.70, "near_previous": 0.95}
+# Elements per float64 chunk of the statistics and the constant control (128 MB at a time).
+_CHUNK = 1 << 24
 # Fixed so that an audit is reproducible; `JudgeConfig.seed` overrides it.
 DEFAULT_AUDIT_SEED = 0x4A0D17
 
@@ -161,13 +163,14 @@ def audit_task(task: Task, config: JudgeConfig, trials: int = 3) -> TaskAudit:
         reference = Reference(task, size, device, init_seed=rng.getrandbits(62))
         reseeded = Reference(task, size, device, init_seed=rng.getrandbits(62))
         for dist in INPUT_DISTRIBUTIONS:
-            drawn = _draw_trials(reference, reseeded, dist, trials, rng, audit.notes)
+            drawn = _draw_trials(reference, reseeded, dist, trials, rng, audit.notes, park=device != "cpu")
             if not any(isinstance(e, torch.Tensor) for e in as_list(drawn[0].expected)):
                 audit.notes.append("no tensor outputs: controls do not apply")
                 audit.passing[dist] = []
                 continue
-            audit.passing[dist] = _passing_controls(drawn, config, scaled=dist == "wide")
-            audit.stats[dist] = _degeneracy_stats(drawn, config)
+            audit.passing[dist] = _passing_controls(drawn, config, scaled=dist == "wide", device=device)
+            audit.stats[dist] = _degeneracy_stats(drawn, config, device=device)
+            del drawn
     except TaskTooLarge as e:
         audit.error, audit.limit = str(e), "too-large"
     except TaskError as e:
@@ -290,8 +293,11 @@ def audit_table(audits: list[TaskAudit]) -> Table:
 
 
 def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, rng: random.Random,
-                 notes: list[str]) -> list[_Trial]:
-    """Like the judge's trial plan: a `signed` draw whose reference is not finite falls back to `task`."""
+                 notes: list[str], park: bool = False) -> list[_Trial]:
+    """Like the judge's trial plan: a `signed` draw whose reference is not finite falls back to `task`.
+    With `park`, each trial's tensors wait in host memory: KernelBench's full sizes reach 6 GB a
+    tensor, and three trials of inputs, outputs and reseeded outputs would not fit beside the
+    controls on one GPU; `_passing_controls` brings back one trial at a time."""
     drawn = []
     for _ in range(n):
         used, seed = dist, rng.getrandbits(62)
@@ -305,33 +311,54 @@ def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, r
             if note not in notes:
                 notes.append(note)
         other = reseeded.expected(reseeded.inputs(rng.getrandbits(62), used))
-        drawn.append(_Trial(inputs, expected, other))
+        trial = _Trial(inputs, expected, other)
+        drawn.append(_Trial(*(_moved(x, "cpu") for x in (inputs, expected, other))) if park else trial)
+        del trial, inputs, expected, other
     return drawn
 
 
-def _passing_controls(drawn: list[_Trial], config: JudgeConfig, scaled: bool = False) -> list[str]:
-    """Names of the controls whose output passes `compare_outputs` on every trial."""
+def _moved(x: Any, device: str) -> Any:
+    """Tensors in `x` (a tensor, or a list or tuple of them and other values) moved to `device`."""
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_moved(v, device) for v in x)
+    return x
+
+
+def _passing_controls(drawn: list[_Trial], config: JudgeConfig, scaled: bool = False,
+                      device: str | None = None) -> list[str]:
+    """Names of the controls whose output passes `compare_outputs` on every trial, compared on
+    `device` (None: where the trials are)."""
     passed: dict[str, bool] = {}
-    for k, trial in enumerate(drawn):
-        for name, output in _control_outputs(drawn, k).items():
-            ok = output is not None and compare_outputs(trial.expected, output, config, scaled=scaled).passed
+    for k in range(len(drawn)):
+        expected = drawn[k].expected if device is None else _moved(drawn[k].expected, device)
+        for name, make in _control_outputs(drawn, k, expected, device):
+            output = make()
+            ok = output is not None and compare_outputs(expected, output, config, scaled=scaled).passed
             passed[name] = passed.get(name, True) and ok
+            del output
+        del expected
     return sorted(name for name, ok in passed.items() if ok)
 
 
-def _control_outputs(drawn: list[_Trial], k: int) -> dict[str, Any]:
-    """Every control's answer for trial `k`; None where a control does not apply."""
+def _control_outputs(drawn: list[_Trial], k: int, expected: Any,
+                     device: str | None = None) -> list[tuple[str, Callable[[], Any]]]:
+    """Every control for trial `k` (whose reference output, on `device`, is `expected`) as a name
+    and a function making its answer, None where it does not apply: made one at a time, so that
+    at full size a single control's output is in memory beside the reference's."""
     trial = drawn[k]
-    outputs = {
-        "zeros": _map_tensors(trial.expected, torch.zeros_like),
-        "constant": _map_tensors(trial.expected, _constant_fill),
-        "row_mean": _map_tensors(trial.expected, _row_mean),
-        "stale": drawn[(k + 1) % len(drawn)].expected,
-        "reseed": trial.reseeded,
-    }
+    here = (lambda x: x) if device is None else (lambda x: _moved(x, device))
+    controls: list[tuple[str, Callable[[], Any]]] = [
+        ("zeros", lambda: _map_tensors(expected, torch.zeros_like)),
+        ("constant", lambda: _map_tensors(expected, _constant_fill)),
+        ("row_mean", lambda: _map_tensors(expected, _row_mean)),
+        ("stale", lambda: here(drawn[(k + 1) % len(drawn)].expected)),
+        ("reseed", lambda: here(trial.reseeded)),
+    ]
     for i, x in enumerate(trial.inputs):
-        outputs[f"identity[{i}]"] = _map_tensors(trial.expected, lambda e, x=x: _passthrough(x, e))
-    return outputs
+        controls.append((f"identity[{i}]", lambda x=x: _map_tensors(expected, lambda e: _passthrough(x, e))))
+    return controls
 
 
 def _map_tensors(expected: Any, fn: Callable[[torch.Tensor], torch.Tensor | None]) -> Any:
@@ -353,14 +380,24 @@ def _like(values: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
 def _constant_fill(e: torch.Tensor) -> torch.Tensor | None:
     if e.numel() <= 1:  # a single value is its own mean: the control would be the answer
         return None
-    return _like(torch.full(e.shape, float(e.double().mean()), dtype=torch.float64, device=e.device), e)
+    mean = _mean64(e)
+    return torch.full(e.shape, mean if e.is_floating_point() else round(mean), dtype=e.dtype, device=e.device)
 
 
 def _row_mean(e: torch.Tensor) -> torch.Tensor | None:
     dims = [d for d in range(e.dim()) if e.shape[d] > 1]
     if not dims:
         return None
-    return _like(e.double().mean(dim=dims[-1], keepdim=True).expand(e.shape), e)
+    # The mean accumulates in float64 without a float64 copy of `e` (6 GB outputs make that 12 GB).
+    means = e.mean(dim=dims[-1], keepdim=True, dtype=torch.float64) if e.is_floating_point() \
+        else e.to(torch.float64).mean(dim=dims[-1], keepdim=True)
+    return _like(means, e).expand(e.shape).contiguous()
+
+
+def _mean64(e: torch.Tensor) -> float:
+    """The mean of `e` accumulated in float64, chunk by chunk."""
+    flat = e.reshape(-1)
+    return sum(float(flat[k:k + _CHUNK].double().sum()) for k in range(0, flat.numel(), _CHUNK)) / max(flat.numel(), 1)
 
 
 def _passthrough(x: Any, e: torch.Tensor) -> torch.Tensor | None:
@@ -369,8 +406,9 @@ def _passthrough(x: Any, e: torch.Tensor) -> torch.Tensor | None:
     return x.to(e.device).reshape(e.shape)
 
 
-def _degeneracy_stats(drawn: list[_Trial], config: JudgeConfig) -> DegeneracyStats:
-    """METR's three fractions over every finite reference value of every trial."""
+def _degeneracy_stats(drawn: list[_Trial], config: JudgeConfig, device: str | None = None) -> DegeneracyStats:
+    """METR's three fractions over every finite reference value of every trial, in float64 chunks
+    on `device` (None: where the trials are)."""
     zero = mean = prev = total = total_mean = 0
     for k, trial in enumerate(drawn):
         previous = as_list(drawn[k - 1].expected)
@@ -378,15 +416,28 @@ def _degeneracy_stats(drawn: list[_Trial], config: JudgeConfig) -> DegeneracySta
             if not isinstance(e, torch.Tensor) or e.numel() == 0:
                 continue
             atol, rtol = config.tolerance(str(e.dtype).removeprefix("torch."))
-            e64 = e.double()
-            finite = torch.isfinite(e64)
-            total += e.numel()
-            zero += int((finite & (e64.abs() <= atol)).sum())
-            if e.numel() > 1 and bool(finite.any()):
-                total_mean += e.numel()
-                mean += int((finite & ((e64 - e64[finite].mean()).abs() <= atol)).sum())
+            e = e if device is None else e.to(device)
             p = previous[i] if i < len(previous) else None
-            if isinstance(p, torch.Tensor) and p.shape == e.shape:
-                prev += int((finite & ((e64 - p.double()).abs() <= atol + rtol * e64.abs())).sum())
+            p = p.to(e.device) if isinstance(p, torch.Tensor) and p.shape == e.shape else None
+            flat, flat_p = e.reshape(-1), None if p is None else p.reshape(-1)
+            chunks = range(0, flat.numel(), _CHUNK)
+            finite_sum = finite_count = 0.0
+            for c in chunks:
+                e64 = flat[c:c + _CHUNK].double()
+                finite = torch.isfinite(e64)
+                zero += int((finite & (e64.abs() <= atol)).sum())
+                finite_sum += float(e64[finite].sum())
+                finite_count += int(finite.sum())
+                if flat_p is not None:
+                    p64 = flat_p[c:c + _CHUNK].double()
+                    prev += int((finite & ((e64 - p64).abs() <= atol + rtol * e64.abs())).sum())
+            total += e.numel()
+            if e.numel() > 1 and finite_count:
+                centre = finite_sum / finite_count
+                total_mean += e.numel()
+                for c in chunks:
+                    e64 = flat[c:c + _CHUNK].double()
+                    mean += int((torch.isfinite(e64) & ((e64 - centre).abs() <= atol)).sum())
+            del e, p, flat, flat_p
     return DegeneracyStats(near_zero=zero / max(total, 1), near_mean=mean / max(total_mean, 1),
                            near_previous=prev / max(total, 1))

@@ -120,3 +120,28 @@ def test_broken_task_is_reported_not_raised_and_the_table_renders():
 def test_one_trial_is_refused():
     with pytest.raises(ValueError, match="trials >= 2"):
         audit_task(_task("x"), CPU, trials=1)
+
+
+def test_chunked_statistics_and_parked_trials_give_the_unchunked_answers(monkeypatch):
+    """The full-size path (float64 in chunks, trials parked off the device) must not change a verdict
+    or a statistic: the same trials, audited both ways, agree exactly."""
+    import random
+
+    import torch
+
+    from kernelgym.judge.reference import Reference
+    from kernelgym.tasks import audit as audit_mod
+
+    task = _task("torch.where(x > 1.5, x, torch.zeros_like(x)) + 1e-3 * x.mean(dim=1, keepdim=True)")
+    ref = Reference(task, "small", "cpu", init_seed=1)
+    drawn = audit_mod._draw_trials(ref, ref, "task", 3, random.Random(0), [])
+    parked = audit_mod._draw_trials(ref, ref, "task", 3, random.Random(0), [], park=True)
+    whole = audit_mod._degeneracy_stats(drawn, CPU)
+    passing = audit_mod._passing_controls(drawn, CPU)
+    monkeypatch.setattr(audit_mod, "_CHUNK", 7)  # many chunks, a ragged last one
+    assert audit_mod._degeneracy_stats(parked, CPU, device="cpu") == whole
+    assert audit_mod._passing_controls(parked, CPU, device="cpu") == passing
+    assert 0 < whole.near_zero < 1  # the statistics were exercised, not all-or-nothing
+    e = drawn[0].expected
+    assert torch.equal(audit_mod._constant_fill(e), torch.full_like(e, float(e.double().mean())))
+    assert torch.allclose(audit_mod._row_mean(e), e.double().mean(dim=1, keepdim=True).expand(e.shape).float())
