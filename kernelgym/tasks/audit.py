@@ -295,9 +295,9 @@ def audit_table(audits: list[TaskAudit]) -> Table:
 def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, rng: random.Random,
                  notes: list[str], park: bool = False) -> list[_Trial]:
     """Like the judge's trial plan: a `signed` draw whose reference is not finite falls back to `task`.
-    With `park`, each trial's tensors wait in host memory: KernelBench's full sizes reach 6 GB a
-    tensor, and three trials of inputs, outputs and reseeded outputs would not fit beside the
-    controls on one GPU; `_passing_controls` brings back one trial at a time."""
+    With `park`, a trial's tensors wait in host memory once the GPU is half full: KernelBench's full
+    sizes reach 6 GB a tensor, and three trials of inputs, outputs and reseeded outputs would not
+    fit beside the controls on one GPU; `_passing_controls` brings back one trial at a time."""
     drawn = []
     for _ in range(n):
         used, seed = dist, rng.getrandbits(62)
@@ -312,9 +312,17 @@ def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, r
                 notes.append(note)
         other = reseeded.expected(reseeded.inputs(rng.getrandbits(62), used))
         trial = _Trial(inputs, expected, other)
-        drawn.append(_Trial(*(_moved(x, "cpu") for x in (inputs, expected, other))) if park else trial)
+        drawn.append(_Trial(*(_moved(x, "cpu") for x in (inputs, expected, other))) if park and _device_half_full()
+                     else trial)
         del trial, inputs, expected, other
     return drawn
+
+
+def _device_half_full() -> bool:
+    if not torch.cuda.is_available():
+        return True  # parking was asked for on a device this cannot measure: park
+    free, total = torch.cuda.mem_get_info()
+    return free < total / 2
 
 
 def _moved(x: Any, device: str) -> Any:
@@ -334,8 +342,10 @@ def _passing_controls(drawn: list[_Trial], config: JudgeConfig, scaled: bool = F
     for k in range(len(drawn)):
         expected = drawn[k].expected if device is None else _moved(drawn[k].expected, device)
         for name, make in _control_outputs(drawn, k, expected, device):
+            if passed.get(name) is False:
+                continue  # failed an earlier trial: it cannot pass them all
             output = make()
-            ok = output is not None and compare_outputs(expected, output, config, scaled=scaled).passed
+            ok = output is not None and compare_outputs(expected, output, config, scaled=scaled, early=True).passed
             passed[name] = passed.get(name, True) and ok
             del output
         del expected

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from kernelgym.judge.compare import compare_outputs
@@ -84,3 +85,28 @@ def test_fp32_summation_order_passes_at_scale_but_a_downcast_does_not():
     config = JudgeConfig()
     assert compare_outputs(expected, reordered, config).passed
     assert not compare_outputs(expected, downcast, config).passed
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_early_exit_gives_the_full_comparisons_verdict(monkeypatch, scaled):
+    """`early` may stop counting, never change `passed`: checked over answers that fail in the first
+    chunk, the last chunk, by NaN, by a 0.5 % / 2 % share of misses (scaled allows 1 %), or pass."""
+    from kernelgym.judge import compare as compare_mod
+
+    monkeypatch.setattr(compare_mod, "_CHUNK", 64)
+    config = JudgeConfig(device="cpu")
+    g = torch.Generator().manual_seed(0)
+    e = torch.randn(1000, generator=g)
+    cases = {"same": e.clone(), "first": e.clone(), "last": e.clone(), "nan": e.clone(),
+             "few": e.clone(), "many": e.clone()}
+    cases["first"][3] += 1.0
+    cases["last"][-1] += 1.0
+    cases["nan"][500] = float("nan")
+    cases["few"][::200] += 1.0  # 5 of 1000
+    cases["many"][::50] += 1.0  # 20 of 1000
+    for name, a in cases.items():
+        full = compare_outputs(e, a, config, scaled=scaled).passed
+        assert compare_outputs(e, a, config, scaled=scaled, early=True).passed == full, name
+        assert compare_outputs([e, e], [e.clone(), a], config, scaled=scaled, early=True).passed == \
+            compare_outputs([e, e], [e.clone(), a], config, scaled=scaled).passed, name
+    assert compare_outputs(e, cases["few"], config, scaled=True, early=True).passed  # within the 1 %
