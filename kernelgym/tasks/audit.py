@@ -295,9 +295,11 @@ def audit_table(audits: list[TaskAudit]) -> Table:
 def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, rng: random.Random,
                  notes: list[str], park: bool = False) -> list[_Trial]:
     """Like the judge's trial plan: a `signed` draw whose reference is not finite falls back to `task`.
-    With `park`, a trial's tensors wait in host memory once the GPU is half full: KernelBench's full
-    sizes reach 6 GB a tensor, and three trials of inputs, outputs and reseeded outputs would not
-    fit beside the controls on one GPU; `_passing_controls` brings back one trial at a time."""
+    With `park`, once the GPU is half full a trial's inputs and reseeded output (each used by one
+    control) wait in pinned host memory: KernelBench's full sizes reach 6 GB a tensor, and three
+    trials of inputs, outputs and reseeded outputs do not fit beside the controls on one GPU. The
+    outputs stay (the stale control and the statistics read each twice); pageable copies cost
+    3 s per 6 GB tensor, most of an audit, pinned ones a tenth of that."""
     drawn = []
     for _ in range(n):
         used, seed = dist, rng.getrandbits(62)
@@ -312,7 +314,7 @@ def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, r
                 notes.append(note)
         other = reseeded.expected(reseeded.inputs(rng.getrandbits(62), used))
         trial = _Trial(inputs, expected, other)
-        drawn.append(_Trial(*(_moved(x, "cpu") for x in (inputs, expected, other))) if park and _device_half_full()
+        drawn.append(_Trial(_moved(inputs, "cpu"), expected, _moved(other, "cpu")) if park and _device_half_full()
                      else trial)
         del trial, inputs, expected, other
     return drawn
@@ -328,6 +330,8 @@ def _device_half_full() -> bool:
 def _moved(x: Any, device: str) -> Any:
     """Tensors in `x` (a tensor, or a list or tuple of them and other values) moved to `device`."""
     if isinstance(x, torch.Tensor):
+        if device == "cpu" and x.is_cuda:
+            return torch.empty(x.shape, dtype=x.dtype, pin_memory=True).copy_(x)
         return x.to(device)
     if isinstance(x, (list, tuple)):
         return type(x)(_moved(v, device) for v in x)
