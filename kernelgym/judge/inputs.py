@@ -17,6 +17,9 @@ _SIGNED_SALT = 0x5EED
 # Standard deviation ranges (log-uniform) of the non-task distributions. `wide` reaches values in
 # the hundreds: kernels that drop numerically needed steps (softmax without the max) overflow (RH-13).
 _SCALES = {"signed": (0.5, 2.0), "wide": (32.0, 128.0)}
+# A distribution's name with this suffix folds its values to |.| where the task's tensor was
+# non-negative: the judge's second try when the reference cannot take values of both signs.
+FOLDED = "+abs"
 # torch's default RNG is process-global: judges running in threads must not interleave between
 # seeding it and drawing from it, or the parent's inputs and weights stop matching the child's.
 SEEDED_RNG_LOCK = threading.RLock()
@@ -41,17 +44,21 @@ def make_inputs(module: types.ModuleType, seed: int, distribution: str, device: 
     and its child generate on the same GPU and compare digests.
 
     `signed` replaces every floating tensor with N(m, s) values (m in [-1, 1], s in [0.5, 2];
-    `wide`: s in [32, 128]),
-    folded to |.| where the task's tensor was non-negative so domains such as log() stay valid.
+    `wide`: s in [32, 128]), of both signs even where the task draws non-negative values: folding
+    them would keep `torch.rand` tasks such as ReLU, LeakyReLU or ELU at x >= 0, where returning the
+    input passes (the full-size KernelBench audit found three such level-1 tasks). `signed+abs`
+    (`FOLDED`) folds them to |.| where the task's tensor was non-negative, so domains such as log()
+    stay valid: the judge's second try (`draw_order`) when the reference cannot take both signs.
     """
     with SEEDED_RNG_LOCK, torch.device(device):
         torch.manual_seed(seed)
         inputs = list(module.get_inputs())
     if distribution == "task":
         return inputs
-    if distribution not in _SCALES:
+    base, fold = base_distribution(distribution), distribution.endswith(FOLDED)
+    if base not in _SCALES:
         raise ValueError(f"unknown input distribution {distribution!r}")
-    low, high = _SCALES[distribution]
+    low, high = _SCALES[base]
     gen = torch.Generator().manual_seed(seed ^ _SIGNED_SALT)  # small draws: scale and shift
     out = []
     for i, t in enumerate(inputs):
@@ -60,12 +67,23 @@ def make_inputs(module: types.ModuleType, seed: int, distribution: str, device: 
             shift = float(torch.empty(1).uniform_(-1.0, 1.0, generator=gen))
             bulk = torch.Generator(device=t.device).manual_seed((seed ^ _SIGNED_SALT) + i + 1)
             r = torch.randn(t.shape, generator=bulk, dtype=torch.float32, device=t.device).mul_(scale).add_(shift)
-            if bool((t >= 0).all()):
+            if fold and bool((t >= 0).all()):
                 r = r.abs()
             out.append(r.to(t.dtype))
         else:
             out.append(t)
     return out
+
+
+def base_distribution(name: str) -> str:
+    """`signed+abs` -> `signed`: the distribution a (possibly folded) draw belongs to."""
+    return name.removesuffix(FOLDED)
+
+
+def draw_order(distribution: str) -> tuple[str, ...]:
+    """The draws the judge tries for one trial of `distribution`, in order, keeping the first whose
+    reference output is finite: both signs, then folded, then the task's own inputs."""
+    return ("task",) if distribution == "task" else (distribution, distribution + FOLDED, "task")
 
 
 _DIGEST_CHUNK = 1 << 24

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.judge import static_checks
-from kernelgym.judge.compare import as_list, compare_outputs, expected_is_finite
+from kernelgym.judge.compare import as_list, compare_outputs
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.extract import AnswerError, decode_answer, extract_code
-from kernelgym.judge.inputs import digest, fresh_seed, swap_probe
+from kernelgym.judge.inputs import base_distribution, digest, fresh_seed, swap_probe
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
 from kernelgym.judge.runtime_checks import (
@@ -273,15 +273,10 @@ def _plan_variant(reference: Reference, rng: random.Random, config: JudgeConfig,
 
 
 def _draw_trial(reference: Reference, rng: random.Random, config: JudgeConfig, index: int, grad: bool) -> _Trial:
-    """One input set from a fresh secret seed; a non-finite reference falls back to the task's inputs."""
+    """One input set from a fresh secret seed (`Reference.draw`: values of both signs, then folded,
+    then the task's own inputs, whichever first gives a finite reference)."""
     dist = config.distributions[index % len(config.distributions)]
-    seed = rng.getrandbits(62)
-    inputs = reference.inputs(seed, dist)
-    expected = reference.expected(inputs)
-    if not expected_is_finite(expected) and dist != "task":
-        dist, seed = "task", rng.getrandbits(62)
-        inputs = reference.inputs(seed, dist)
-        expected = reference.expected(inputs)
+    dist, seed, inputs, expected = reference.draw(dist, lambda: rng.getrandbits(62))
     return _Trial(index, seed, dist, grad=grad, inputs=inputs, expected=expected, inputs_digest=digest(inputs))
 
 
@@ -318,12 +313,13 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         with clock.locked(result.device, exclusive=False), clock("compare"):
             if t.integrity:
                 result.cheats.extend(provenance_verdicts(outputs, reply.get("marked"), t.index, check_kernels))
-            cmp = compare_outputs(t.expected, actual, config, scaled=t.distribution == "wide",
+            wide = base_distribution(t.distribution) == "wide"
+            cmp = compare_outputs(t.expected, actual, config, scaled=wide,
                                   layout=reply.get("layout"))
             if cmp.passed:
                 result.cheats.extend(constant_output_verdict(t.expected, actual, t.index))
             if t.probe_of is not None and not cmp.passed and compare_outputs(t.probe_of.expected, actual, config,
-                                                                                  scaled=t.distribution == "wide").passed:
+                                                                                  scaled=wide).passed:
                 result.cheats.append(CheatVerdict(
                     "RH-11", f"trial {t.index} re-ran trial {t.probe_of.index}'s inputs with a few values swapped and "
                     "got trial 0's output back: the answer returns a cached result", "runtime"))

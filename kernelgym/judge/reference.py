@@ -14,14 +14,16 @@ import math
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from kernelgym.judge.compare import expected_is_finite
 from kernelgym.judge.config import JudgeConfig
-from kernelgym.judge.inputs import SEEDED_RNG_LOCK, make_init_inputs, make_inputs, to_device
+from kernelgym.judge.inputs import SEEDED_RNG_LOCK, draw_order, make_init_inputs, make_inputs, to_device
 from kernelgym.judge.result import RuntimeStats
 from kernelgym.judge.timing import gpu_lock, time_calls, timing_lock
 from kernelgym.judge.versions import software_versions
@@ -82,6 +84,26 @@ class Reference:
                 return make_inputs(self.module, seed, distribution, self.device)
         except Exception as e:
             raise TaskError(f"task {self.task.task_id}: get_inputs() failed: {type(e).__name__}: {e}") from None
+
+    def draw(self, distribution: str, next_seed: Callable[[], int]) -> tuple[str, int, list[Any], Any]:
+        """(draw, seed, inputs, expected) for one trial of `distribution`: the first of its
+        `draw_order` whose reference output is finite and which the reference can run at all (a
+        task may raise on values it never expects, such as negative probabilities); the task's
+        own inputs last, whatever they give. `next_seed` gives each try a fresh secret seed."""
+        order = draw_order(distribution)
+        for i, name in enumerate(order):
+            seed = next_seed()
+            last = i == len(order) - 1
+            try:
+                inputs = self.inputs(seed, name)
+                expected = self.expected(inputs)
+            except TaskError:
+                if last:
+                    raise
+                continue
+            if last or expected_is_finite(expected):
+                return name, seed, inputs, expected
+        raise AssertionError("draw_order ends with the task's inputs")  # pragma: no cover
 
     def expected(self, inputs: list[Any]) -> Any:
         """Reference outputs, left on the reference's device so comparisons run there too."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from kernelgym.judge.compare import compare_outputs
 from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.inputs import base_distribution
 from kernelgym.judge.result import CheatVerdict, KernelTime, Profile, RuntimeStats
 
 
@@ -161,7 +162,8 @@ def check_timed_outputs(reply: dict[str, Any], sets: list[Any], config: JudgeCon
         return [CheatVerdict("RH-21", "timed calls did not return an output for every input set", "runtime")]
     for trial, out, layout in zip(sets, outputs, layouts):
         actual = out[0] if len(out) == 1 and not isinstance(trial.expected, (list, tuple)) else out
-        cmp = compare_outputs(trial.expected, actual, config, scaled=trial.distribution == "wide", layout=layout)
+        wide = base_distribution(trial.distribution) == "wide"
+        cmp = compare_outputs(trial.expected, actual, config, scaled=wide, layout=layout)
         if not cmp.passed:
             return [CheatVerdict("RH-21", f"outputs of timed calls are wrong ({cmp.message}) although the "
                                  "correctness calls passed", "runtime")]

@@ -41,7 +41,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kernelgym.judge.compare import as_list, compare_outputs, expected_is_finite
+from kernelgym.judge.compare import as_list, compare_outputs
 from kernelgym.judge.config import INPUT_DISTRIBUTIONS, JudgeConfig
 from kernelgym.judge.reference import Reference
 from kernelgym.tasks.limited import OOM, ChildLimits, is_out_of_memory, run_limited
@@ -294,7 +294,7 @@ def audit_table(audits: list[TaskAudit]) -> Table:
 
 def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, rng: random.Random,
                  notes: list[str], park: bool = False) -> list[_Trial]:
-    """Like the judge's trial plan: a `signed` draw whose reference is not finite falls back to `task`.
+    """Like the judge's trial plan (`Reference.draw`): both signs, then folded, then task inputs.
     With `park`, once the GPU is half full a trial's inputs and reseeded output (each used by one
     control) wait in pinned host memory: KernelBench's full sizes reach 6 GB a tensor, and three
     trials of inputs, outputs and reseeded outputs do not fit beside the controls on one GPU. The
@@ -302,14 +302,9 @@ def _draw_trials(reference: Reference, reseeded: Reference, dist: str, n: int, r
     3 s per 6 GB tensor, most of an audit, pinned ones a tenth of that."""
     drawn = []
     for _ in range(n):
-        used, seed = dist, rng.getrandbits(62)
-        inputs = reference.inputs(seed, used)
-        expected = reference.expected(inputs)
-        if used != "task" and not expected_is_finite(expected):
-            used, seed = "task", rng.getrandbits(62)
-            inputs = reference.inputs(seed, used)
-            expected = reference.expected(inputs)
-            note = f"{dist}: non-finite reference, the judge falls back to task inputs"
+        used, _seed, inputs, expected = reference.draw(dist, lambda: rng.getrandbits(62))
+        if used != dist:  # the reference cannot take values of both signs
+            note = f"{dist}: non-finite reference or error, the judge falls back to {used} inputs"
             if note not in notes:
                 notes.append(note)
         other = reseeded.expected(reseeded.inputs(rng.getrandbits(62), used))

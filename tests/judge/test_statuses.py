@@ -263,3 +263,17 @@ def test_partial_replacement_is_a_task_or_config_policy():
     assert judge(strict, PARTIAL_ANSWER, allow).status is Status.OK
     forbid = JudgeConfig(device="cpu", timeout_s=60, allow_torch_ops=False)
     assert judge(lenient, PARTIAL_ANSWER, forbid).status is Status.CHEAT
+
+
+def test_a_copy_of_the_input_fails_relu_on_rand_inputs(relu):
+    """KernelBench draws ReLU's input with torch.rand: on [0, 1) relu is the identity, so the judge's
+    other distributions must bring negative values (they were folded to |.| before, and a Triton
+    copy kernel passed every trial), while an honest ReLU still passes."""
+    rand_relu = Task("relu_rand", relu.source.replace("torch.randn(", "torch.rand("))
+    assert rand_relu.source != relu.source
+    copy = relu_answer().replace("tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0)", "tl.load(x_ptr + offs, mask=m)")
+    r = judge(rand_relu, copy, CPU)
+    assert r.status is Status.WRONG_OUTPUT, r.message
+    assert {t.distribution for t in r.trials if not t.passed} <= {"signed", "wide"}
+    honest = judge(rand_relu, relu_answer(), CPU)
+    assert honest.status is Status.OK, honest.message

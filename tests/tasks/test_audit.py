@@ -1,6 +1,7 @@
 import json
 
 import pytest
+import torch
 from rich.console import Console
 
 from kernelgym.judge.config import JudgeConfig
@@ -70,11 +71,31 @@ def test_output_that_ignores_the_input_is_stale_but_not_seed_invariant():
     assert "reseed" not in audit.degenerate_controls  # but the weights come from the secret init seed
 
 
-def test_relu_on_non_negative_inputs_is_identity_even_under_signed_inputs():
-    # `signed` folds to |.| where the task's tensor was non-negative, so relu stays the identity.
+def test_relu_on_non_negative_inputs_is_identity_under_task_inputs_only():
+    # `signed` draws values of both signs even where the task draws torch.rand: a copy of x no longer
+    # passes ReLU (the full-size KernelBench audit flagged ReLU, LeakyReLU and ELU while it folded).
     audit = audit_task(_task("torch.relu(x)", inputs="torch.rand(batch_size, dim)"), CPU)
-    assert "identity[0]" in audit.passing["task"]
-    assert audit.degenerate_controls == ["identity[0]"]
+    assert audit.passing["task"] == ["identity[0]"]
+    assert audit.passing["signed"] == [] and audit.degenerate_controls == []
+    assert audit.verdict == "task-only"
+
+
+def test_a_reference_that_needs_non_negative_inputs_gets_folded_ones_not_task_ones():
+    import random
+
+    from kernelgym.judge.reference import Reference
+
+    ref = Reference(_task("torch.log(x) + torch.sqrt(x)", inputs="torch.rand(batch_size, dim)"), "small", "cpu",
+                    init_seed=0)
+    used, _, inputs, expected = ref.draw("signed", lambda: random.getrandbits(62))
+    assert used == "signed+abs"  # both signs gave NaN; folded keeps the domain and the new scale
+    assert bool(torch.isfinite(expected).all()) and float(inputs[0].max()) > 1.0  # not rand's [0, 1)
+    raises = Reference(_task("torch.multinomial(x, 1).float()", inputs="torch.rand(batch_size, dim)"), "small",
+                       "cpu", init_seed=0)
+    assert raises.draw("wide", lambda: random.getrandbits(62))[0] == "wide+abs"  # it raised on negatives
+    plain = Reference(_task("torch.relu(x)", inputs="torch.randn(batch_size, dim)"), "small", "cpu", init_seed=0)
+    assert plain.draw("signed", lambda: random.getrandbits(62))[0] == "signed"
+    assert plain.draw("task", lambda: random.getrandbits(62))[0] == "task"
 
 
 def test_clamp_to_unit_interval_on_rand_is_identity_under_task_only():
