@@ -50,10 +50,20 @@ def _build_parser() -> argparse.ArgumentParser:
     j.add_argument("--json", action="store_true", help="print the full EvalResult as JSON")
     j.set_defaults(func=_cmd_judge)
 
-    r = sub.add_parser("run", help="the main job on the embedded default: judge every built-in answer")
+    r = sub.add_parser("run", help="the main job on the embedded default: judge every built-in answer",
+                       description="Judge the built-in answer of every task of --tasks. Each task's reference first "
+                                   "runs once in its own memory- and time-limited child (the preflight); a task over "
+                                   "a limit (or broken) is a row of its own and is not judged. Exit 0 when every "
+                                   "answer is ok, 1 when one is not or a task was not judged, 2 on a usage error.")
     r.add_argument("--tasks", default="builtin", help="task spec (default: all built-in tasks)")
-    r.add_argument("--jobs", type=int, default=None, help="evaluations in parallel (default: CPU count, max 8)")
+    r.add_argument("--jobs", type=int, default=None, help="evaluations in parallel (default: CPU count, max 8); "
+                                                          "preflight children at once on cpu (one at a time on a GPU)")
     r.add_argument("--json-out", type=Path, default=None, help="also write every EvalResult as JSON lines here")
+    r.add_argument("--memory-gb", type=float, default=6.0,
+                   help="address-space limit of each task's preflight child on cpu, GB (0: none)")
+    r.add_argument("--task-timeout", type=float, default=120.0,
+                   help="wall-clock limit of each task's preflight child, s; a task over either limit is not judged "
+                        "and the exit code is 1")
     _add_judge_options(r)
     r.set_defaults(func=_cmd_run)
 
@@ -239,8 +249,10 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from kernelgym.judge.batch import judge_many
+    from kernelgym.judge.batch import default_jobs, judge_many
+    from kernelgym.tasks.limited import ChildLimits
     from kernelgym.tasks.loaders import builtin_answer_path, resolve_tasks
+    from kernelgym.tasks.preflight import preflight, preflight_table
 
     config = _config(args)
     tasks = resolve_tasks(args.tasks)
@@ -253,12 +265,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
             missing.append(task.task_id)
     if not pairs:
         raise UsageError(f"no built-in answers for the tasks of {args.tasks!r}")
-    console.print(f"judging {len(pairs)} built-in answers on {config.resolved_device()} ...")
-    results = judge_many(pairs, config, jobs=args.jobs, on_result=_jsonl_sink(args.json_out))
-    _print_results(results)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    limits = ChildLimits(memory_gb=args.memory_gb, timeout_s=args.task_timeout)
+    device = config.resolved_device()
+    # References side by side on one GPU would read a neighbour's memory as this task's oom.
+    jobs = (args.jobs or default_jobs()) if device == "cpu" else 1
+    checks = preflight([t for t, _ in pairs], config, limits, jobs=jobs)
+    over = [c for c in checks.values() if not c.ok]
+    pairs = [(t, a) for t, a in pairs if checks[t.task_id].ok]
+    sink, results = _jsonl_sink(args.json_out), []
+    if pairs:
+        console.print(f"judging {len(pairs)} built-in answers on {device} ...")
+        results = judge_many(pairs, config, jobs=args.jobs, on_result=sink)
+        _print_results(results)
+    if over:
+        console.print(preflight_table(over, title="Tasks not judged (preflight)"))
     bad = [r for r in results if not r.ok]
-    console.print(f"{len(results) - len(bad)}/{len(results)} ok" + (f"; no answer for: {', '.join(missing)}" if missing else ""))
-    return 0 if not bad else 1
+    console.print(f"{len(results) - len(bad)}/{len(results)} ok"
+                  + (f"; {len(over)} task(s) not judged (preflight)" if over else "")
+                  + (f"; no answer for: {', '.join(missing)}" if missing else ""))
+    return 0 if not bad and not over else 1
 
 
 def _jsonl_sink(path: Path | None):  # noqa: ANN202

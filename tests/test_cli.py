@@ -2,7 +2,8 @@ import json
 import subprocess
 import sys
 
-from kernelgym.tasks import builtin_answer_path
+from kernelgym.tasks import builtin_answer_path, data_dir
+from tests.tasks import kernelbench_style as kb
 
 
 def run_cli(*args, stdin=None):
@@ -37,6 +38,24 @@ def test_run_judges_builtin_answers_and_prints_a_table(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1/1 ok" in p.stdout and "relu" in p.stdout
     assert json.loads(out.read_text().splitlines()[0])["status"] == "ok"
+
+
+def test_run_judges_the_tasks_within_limits_and_lists_the_others_as_rows(tmp_path):
+    # Ids with a built-in answer: relu's own task, and two tasks whose reference hangs or takes 64 GB.
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "relu.py").write_text((data_dir() / "tasks" / "relu.py").read_text())
+    (tasks / "gelu.py").write_text(kb.HANGS)
+    (tasks / "leaky_relu.py").write_text(kb.HIDDEN_ALLOCATION)
+    out = tmp_path / "results.jsonl"
+    p = run_cli("run", "--device", "cpu", "--tasks", str(tasks), "--trials", "1", "--jobs", "2", "--memory-gb", "4",
+                "--task-timeout", "20", "--json-out", str(out))
+    assert p.returncode == 1, p.stdout + p.stderr  # every answer judged is ok, but two tasks were not judged
+    assert "1/1 ok; 2 task(s) not judged (preflight)" in p.stdout
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in p.stdout.splitlines()
+            if line.count("│") >= 4 and line.split("│")[1].strip() in ("gelu", "leaky_relu")}
+    assert rows == {"gelu": "over limits: timeout", "leaky_relu": "over limits: oom"}
+    assert [json.loads(line)["task_id"] for line in out.read_text().splitlines()] == ["relu"]
 
 
 DEGENERATE_TASK = '''

@@ -20,10 +20,11 @@ from rich.table import Table
 from kernelgym.eval.judging import JudgeUnavailable, embedded_judge, remote_judge
 from kernelgym.eval.metrics import FAST_P, evaluate
 from kernelgym.eval.report import write_report
-from kernelgym.eval.runner import EvalConfig, EvalError, RunFiles, degenerate_tasks, run_eval
+from kernelgym.eval.runner import EvalConfig, EvalError, RunFiles, read_screen, run_eval, screen_tasks
 from kernelgym.generation.backends import BACKENDS
 from kernelgym.generation.base import GenerationError, Generator
 from kernelgym.generation.models import DTYPES, parse_model_spec
+from kernelgym.tasks.preflight import TaskCheck, preflight_table
 
 console = Console() if sys.stdout.isatty() else Console(width=160)
 err_console = Console(stderr=True)
@@ -67,7 +68,13 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> None:
     j.add_argument("--size", default="auto", choices=["auto", "full", "small"], help="task size (auto: full on GPU)")
     j.add_argument("--reps", type=int, default=50, help="timed calls per measurement")
     j.add_argument("--no-compile-baseline", action="store_true", help="do not time torch.compile of the reference")
-    j.add_argument("--no-audit", action="store_true", help="skip the degenerate-task audit")
+    j.add_argument("--no-audit", action="store_true",
+                   help="skip the degenerate-task audit (each task's reference still runs first in a limited child)")
+    j.add_argument("--memory-gb", type=float, default=6.0,
+                   help="address-space limit of each task's audit (or preflight) child on cpu, GB (0: none)")
+    j.add_argument("--task-timeout", type=float, default=120.0,
+                   help="wall-clock limit of each task's audit (or preflight) child, s; a task over either limit is "
+                        "a row of the report, not judged")
     j.add_argument("--keep-degenerate", action="store_true",
                    help="count the tasks the audit flags in the headline metrics (default: flagged and left out)")
     o = e.add_argument_group("output")
@@ -92,6 +99,7 @@ def eval_command(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from kernelgym.generation.backends import pick_backend
     from kernelgym.judge.config import JudgeConfig
+    from kernelgym.tasks.limited import ChildLimits
 
     if not args.model or not args.tasks:
         raise EvalError("kernelgym eval needs --model and --tasks (or --report-only --out DIR)")
@@ -110,10 +118,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.service_url:
         with remote_judge(args.service_url):  # reachable, and takes our token
             pass
-    degenerate: list[str] = []
-    if not args.no_audit:
-        audit_config = JudgeConfig.from_dict({**judge, "device": _audit_device(devices)})
-        degenerate = degenerate_tasks(tasks, files, audit_config, progress=not args.no_progress)
+    # Before any answer: the audit (or, with --no-audit, the preflight) runs each task's reference
+    # in a limited child, so a task over the limits is a row, never the judge's death.
+    screen_config = JudgeConfig.from_dict({**judge, "device": _audit_device(devices)})
+    limits = ChildLimits(memory_gb=args.memory_gb, timeout_s=args.task_timeout)
+    screen = screen_tasks(tasks, files, screen_config, audit=not args.no_audit, progress=not args.no_progress,
+                          limits=limits)
 
     def open_judge() -> Any:
         if args.service_url:
@@ -126,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
             "keep_degenerate": args.keep_degenerate}
     console.print(f"eval of {args.model} ({backend}) on {len(tasks)} task(s), {args.samples} sample(s) x "
                   f"{args.turns} turn(s) -> {out}")
-    metrics = run_eval(tasks, config, out, make, open_judge, info=info, degenerate=degenerate,
+    metrics = run_eval(tasks, config, out, make, open_judge, info=info, screen=screen,
                        progress=not args.no_progress, keep_degenerate=args.keep_degenerate)
     report = _write(files, metrics)
     _print_summary(metrics)
@@ -158,13 +168,10 @@ def _report_only(args: argparse.Namespace) -> int:
     files = RunFiles(args.out)
     info = json.loads(files.info.read_text())
     attempts = sorted(files.attempts.read().values(), key=lambda a: a.key)
-    degenerate = []
-    if files.audit.is_file():
-        rows = [json.loads(line) for line in files.audit.read_text().splitlines() if line.strip()]
-        degenerate = sorted(r["task_id"] for r in rows
-                            if r["verdict"] == "degenerate" and r["task_id"] in info["tasks"])
+    screen = read_screen(files, info["tasks"], audited=info.get("audited", True))
     keep = args.keep_degenerate or info.get("keep_degenerate", False)
-    metrics = evaluate(attempts, info["config"]["turns"], info["config"]["samples"], degenerate, keep)
+    metrics = evaluate(attempts, info["config"]["turns"], info["config"]["samples"], screen.degenerate, keep,
+                       screen.over_limits)
     files.metrics.write_text(json.dumps(metrics, indent=2))
     console.print(f"report: {_write(files, metrics)}")
     return 0
@@ -215,6 +222,9 @@ def _print_summary(metrics: dict[str, Any]) -> None:
                       "n/a" if s["geomean_speedup"]["eager"] is None else f"{s['geomean_speedup']['eager']:.2f}x",
                       _pct(s["pass_at_k"][str(metrics["pass_k"][-1])]))
     console.print(table)
+    checks = [TaskCheck.from_dict(c) for c in metrics.get("over_limits", [])]
+    if checks:
+        console.print(preflight_table(checks, title="Tasks not judged (in no number above)"))
 
 
 def _pct(v: float | None) -> str:

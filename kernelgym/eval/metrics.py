@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelgym.eval.records import Attempt
 from kernelgym.judge.result import EvalResult, Status
+from kernelgym.tasks.preflight import TaskCheck
 from rewards.functions import is_cheat, is_pass
 
 FAST_P = (0.0, 1.0, 1.2, 1.5, 2.0)
@@ -171,13 +172,16 @@ def pass_ks(samples: int) -> list[int]:
 
 
 def evaluate(attempts: Sequence[Attempt], turns: int, samples: int, degenerate: Iterable[str] = (),
-             keep_degenerate: bool = False) -> dict[str, Any]:
+             keep_degenerate: bool = False, over_limits: Mapping[str, TaskCheck] | None = None) -> dict[str, Any]:
     """The whole metrics document of a run (what `metrics.json` holds and the report renders).
 
     Tasks in `degenerate` (the audit found an answer that computes nothing passes them) are flagged
     per task and summarized on their own; they are left out of every headline number unless
-    `keep_degenerate`."""
+    `keep_degenerate`. Tasks in `over_limits` (their reference work hit a limit: not judged) are a
+    row each with their status, and count nowhere else, whatever verdicts an earlier run left."""
     degenerate = set(degenerate)
+    over_limits = dict(over_limits or {})
+    attempts = [a for a in attempts if a.task_id not in over_limits]
     ks = pass_ks(samples)
     main = [a for a in attempts if keep_degenerate or a.task_id not in degenerate]
     side = [a for a in attempts if a.task_id in degenerate]
@@ -192,12 +196,15 @@ def evaluate(attempts: Sequence[Attempt], turns: int, samples: int, degenerate: 
                         "levels": {name: summarize(g, ks).to_dict() for name, g in by_level(main).items()}},
         "degenerate": {"tasks": sorted(degenerate), "in_headline": keep_degenerate,
                        "overall": summarize(best_so_far(side, turns), ks).to_dict() if side else None},
-        "tasks": task_rows(attempts, turns, degenerate),
+        "over_limits": [over_limits[t].to_dict() for t in sorted(over_limits)],
+        "tasks": task_rows(attempts, turns, degenerate, over_limits),
     }
 
 
-def task_rows(attempts: Sequence[Attempt], turns: int, degenerate: set[str]) -> list[dict[str, Any]]:
-    """One row per task: samples, how many passed (best of turns), the best answer's status and speedups."""
+def task_rows(attempts: Sequence[Attempt], turns: int, degenerate: set[str],
+              over_limits: Mapping[str, TaskCheck] | None = None) -> list[dict[str, Any]]:
+    """One row per task: samples, how many passed (best of turns), the best answer's status and
+    speedups; a task over limits has no answers and its check's label ("over limits: oom") as status."""
     rows = []
     groups: dict[str, list[Attempt]] = defaultdict(list)
     for a in best_so_far(attempts, turns):
@@ -208,5 +215,9 @@ def task_rows(attempts: Sequence[Attempt], turns: int, degenerate: set[str]) -> 
                      "passed": sum(is_pass(a.result) for a in group), "best_status": top.result.status.value,
                      "best_turn": top.turn, "speedup_eager": top.result.speedup_eager if is_pass(top.result) else None,
                      "speedup_compile": top.result.speedup_compile if is_pass(top.result) else None,
-                     "degenerate": task_id in degenerate})
-    return rows
+                     "degenerate": task_id in degenerate, "over_limits": None})
+    for task_id, check in (over_limits or {}).items():
+        rows.append({"task_id": task_id, "level": None, "samples": 0, "passed": 0, "best_status": check.label,
+                     "best_turn": None, "speedup_eager": None, "speedup_compile": None, "degenerate": False,
+                     "over_limits": check.status})
+    return sorted(rows, key=lambda r: r["task_id"])

@@ -16,10 +16,12 @@ from typing import Any
 from kernelgym.eval.metrics import BASELINES, FAST_P, at_turn, best_so_far, fast_p, speedup
 from kernelgym.eval.records import Attempt
 from kernelgym.judge.result import Status
+from kernelgym.tasks.preflight import TaskCheck
 from rewards.functions import is_pass
 
 FILES_NOTE = ("`run.json` (settings), `generations.jsonl` (every answer), `results.jsonl` (every verdict, the full "
-              "`EvalResult`), `audit.jsonl` (degenerate-task audit), `metrics.json` (every number above).")
+              "`EvalResult`), `audit.jsonl` (degenerate-task audit) or `preflight.jsonl` (without it), "
+              "`metrics.json` (every number above).")
 PLOTS = {"fast_p": "fast_p.png", "speedups": "speedups.png", "turns": "turns.png", "outcomes": "outcomes.png"}
 
 
@@ -28,7 +30,8 @@ def write_report(out_dir: Path, metrics: dict[str, Any], info: dict[str, Any], a
     out_dir = Path(out_dir)
     plots, why_not = write_plots(out_dir, metrics, attempts)
     lines = [*_header(metrics, info, attempts), *_headline(metrics), *_compile_baseline(metrics), *_per_turn(metrics),
-             *_outcomes(metrics), *_cheats(metrics), *_degenerate(metrics, info), *_per_task(metrics)]
+             *_outcomes(metrics), *_cheats(metrics), *_degenerate(metrics, info), *_not_judged(metrics, info),
+             *_per_task(metrics)]
     lines += ["## Plots", ""]
     if plots:
         lines += [f"![{name}]({file})" for name, file in plots.items()] + [""]
@@ -61,6 +64,10 @@ def _header(m: dict[str, Any], info: dict[str, Any], attempts: Sequence[Attempt]
     if overall["untimed_passes"]:
         notes.append(f"{overall['untimed_passes']} correct answer(s) were not timed (CPU judge or timing failure): "
                      "fast_p for p > 0 counts them as not fast, or reads n/a when no correct answer was timed.")
+    over = m.get("over_limits", [])
+    if over:
+        notes.append(f"{len(over)} task(s) were not judged: their reference work hit a limit in its child (or the "
+                     "task is broken). They count in no number here; see Tasks not judged.")
     if overall["system_errors"]:
         notes.append(f"{overall['system_errors']} answer(s) could not be judged (system_error) and count as failures; "
                      "run the same command again to judge them again.")
@@ -138,10 +145,26 @@ def _degenerate(m: dict[str, Any], info: dict[str, Any]) -> list[str]:
     return out
 
 
+def _not_judged(m: dict[str, Any], info: dict[str, Any]) -> list[str]:
+    over = m.get("over_limits", [])
+    if not over:
+        return []
+    where = "audit" if info.get("audited", True) else "preflight"
+    checks = [TaskCheck.from_dict(c) for c in over]
+    rows = [[f"`{c.task_id}`", c.label, f"{c.seconds:.1f}" if c.seconds else "-",
+             (c.message or "-").replace("|", "/").replace("\n", " ")] for c in checks]
+    return ["## Tasks not judged", "",
+            (f"Each task's reference work ran first in its own memory- and time-limited child ({where}). These "
+             f"{len(over)} task(s) hit a limit there (or are broken), so no answer was generated or judged for them: "
+             "building their reference in the judge could take the machine down. They are left out of every "
+             "number above."), "",
+            *_table(["task", "status", "seconds", "why"], rows), ""]
+
+
 def _per_task(m: dict[str, Any]) -> list[str]:
     head = ["task", "level", "samples", "passed", "best status", "best turn", "speedup (eager)", "speedup (compile)"]
     rows = [[f"`{r['task_id']}`" + (" (degenerate)" if r["degenerate"] else ""), r["level"] or "-", r["samples"],
-             r["passed"], r["best_status"], r["best_turn"], _x(r["speedup_eager"]), _x(r["speedup_compile"])]
+             r["passed"], r["best_status"], r["best_turn"] or "-", _x(r["speedup_eager"]), _x(r["speedup_compile"])]
             for r in m["tasks"]]
     return ["## Per task (best of turns)", "", *_table(head, rows), ""]
 
@@ -157,7 +180,8 @@ def write_plots(out_dir: Path, metrics: dict[str, Any], attempts: Sequence[Attem
         return {}, ("Plots were not drawn: matplotlib is not installed. `pip install matplotlib`, then "
                     "`kernelgym eval --report-only --out DIR` draws them from the JSONL.")
     degenerate = set() if metrics["degenerate"].get("in_headline") else set(metrics["degenerate"]["tasks"])
-    main = [a for a in attempts if a.task_id not in degenerate]
+    left_out = degenerate | {c["task_id"] for c in metrics.get("over_limits", [])}
+    main = [a for a in attempts if a.task_id not in left_out]
     turns = metrics["turns"]
     best = best_so_far(main, turns)
     done, skipped = {}, []

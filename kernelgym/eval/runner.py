@@ -5,13 +5,17 @@ The run directory holds:
   generations.jsonl  every answer (`Generation`), written as soon as its generate call returns
   results.jsonl      every verdict (`Attempt`), written as soon as the service returns it
   audit.jsonl        the degenerate-task audit, one line per task
+  preflight.jsonl    without the audit (--no-audit): each task's reference work in a limited child
   results.db         the embedded service's store (its cache makes re-judging an answer free)
   metrics.json, report.md, *.png   written at the end (`kernelgym.eval.report`)
 
 Resuming is the default: an answer already in generations.jsonl is not generated again and one
 in results.jsonl is not judged again (a `system_error` verdict is, since it says nothing about the
-answer). Within a turn, answers are submitted for judging as each generate call returns, so the
-judge works while the model writes; turn t+1 of a sample starts once its turn t is judged.
+answer). A task whose audit (or preflight) row hit a limit is neither generated for nor judged:
+its reference alone could take the machine down; the report lists it apart, and a resumed run
+reads the same rows. Within a turn, answers are submitted for judging as each generate call
+returns, so the judge works while the model writes; turn t+1 of a sample starts once its turn t is
+judged.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import threading
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +43,9 @@ from kernelgym.eval.trajectory import Trajectory
 from kernelgym.generation.base import Generator
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import EvalResult, Status
+from kernelgym.tasks.audit import AuditLog, audit_tasks
 from kernelgym.tasks.limited import ChildLimits
+from kernelgym.tasks.preflight import TaskCheck, append_check, preflight, read_checks
 from kernelgym.tasks.task import Task
 
 # Settings that change what a resumed run would generate or how it is judged; turns and samples may grow.
@@ -92,23 +98,37 @@ class RunFiles:
         self.generations = JsonlLog(self.root / "generations.jsonl", Generation)
         self.attempts = JsonlLog(self.root / "results.jsonl", Attempt)
         self.audit = self.root / "audit.jsonl"
+        self.preflight = self.root / "preflight.jsonl"
         self.store = self.root / "results.db"
         self.metrics = self.root / "metrics.json"
 
 
+@dataclass
+class Screen:
+    """What a run knows of its tasks before judging any answer: the ones the audit flags degenerate,
+    and the ones whose reference work hit a limit in its child (or whose task is broken), which are
+    never judged."""
+
+    degenerate: list[str] = field(default_factory=list)
+    over_limits: dict[str, TaskCheck] = field(default_factory=dict)
+
+
 def run_eval(tasks: Sequence[Task], config: EvalConfig, out_dir: Path, make_generator: Callable[[], Generator],
              open_judge: Callable[[], contextlib.AbstractContextManager[JudgeClient]],
-             info: dict[str, Any] | None = None, degenerate: Sequence[str] = (),
+             info: dict[str, Any] | None = None, screen: Screen | None = None,
              progress: bool = True, keep_degenerate: bool = False) -> dict[str, Any]:
     """Run (or resume) an eval and return its metrics document (`metrics.evaluate`), also written
-    to metrics.json. The generator and the judge are only built when something needs them. Tasks in
-    `degenerate` are flagged and left out of the headline numbers unless `keep_degenerate`."""
+    to metrics.json. The generator and the judge are only built when something needs them. The
+    `screen`'s degenerate tasks are flagged and left out of the headline numbers unless
+    `keep_degenerate`; its tasks over limits get no answers, only a row of their own."""
     files = RunFiles(out_dir)
+    screen = screen or Screen()
     _check_tasks(tasks)
     _start_run(files, config, tasks, info or {})
     env_config = EnvConfig(max_turns=config.turns, stop_on=config.stop_on, target_speedup=config.target_speedup)
     templates = load_templates()
-    trajectories = [Trajectory(t, s, env_config, templates) for t in tasks for s in range(config.samples)]
+    trajectories = [Trajectory(t, s, env_config, templates) for t in tasks if t.task_id not in screen.over_limits
+                    for s in range(config.samples)]
     with contextlib.ExitStack() as stack, _progress_bars(progress) as bars:
         run = _Run(config, files, {t.task_id: t.level for t in tasks}, make_generator, bars)
         stack.callback(run.close_generator)
@@ -119,7 +139,7 @@ def run_eval(tasks: Sequence[Task], config: EvalConfig, out_dir: Path, make_gene
                 break
             run.play_turn(turn, active)
     ordered = sorted(run.attempts.values(), key=lambda a: a.key)
-    metrics = evaluate(ordered, config.turns, config.samples, degenerate, keep_degenerate)
+    metrics = evaluate(ordered, config.turns, config.samples, screen.degenerate, keep_degenerate, screen.over_limits)
     files.metrics.write_text(json.dumps(metrics, indent=2))
     return metrics
 
@@ -218,21 +238,38 @@ def _plan_calls(missing: list[Trajectory], turn: int, config: EvalConfig) -> lis
     return calls
 
 
-def degenerate_tasks(tasks: Sequence[Task], files: RunFiles, judge_config: JudgeConfig,
-                     progress: bool = True, limits: ChildLimits | None = None) -> list[str]:
-    """Ids of the tasks the degenerate-task audit (`kernelgym.tasks.audit`) flags, auditing only the
-    tasks audit.jsonl does not hold yet, each in a limited child (`limits`, default `ChildLimits()`);
-    a row is written as each task finishes."""
-    from kernelgym.tasks.audit import AuditLog, audit_tasks
+def screen_tasks(tasks: Sequence[Task], files: RunFiles, judge_config: JudgeConfig, audit: bool = True,
+                 progress: bool = True, limits: ChildLimits | None = None) -> Screen:
+    """The degenerate-task audit (`kernelgym.tasks.audit`) of every task, or with `audit` False only
+    the preflight (`kernelgym.tasks.preflight`), each task in its own limited child (`limits`,
+    default `ChildLimits()`). Only the tasks audit.jsonl (preflight.jsonl) does not hold yet are
+    done, a row written as each finishes; the screen covers them all."""
+    limits = limits or ChildLimits()
+    if audit:
+        log = AuditLog(files.audit)
+        done = log.done()
+        todo = [t for t in tasks if t.task_id not in done]
+        if todo:
+            audit_tasks(todo, judge_config, progress=progress, limits=limits, on_audit=log.append)
+    else:
+        checked = read_checks(files.preflight)
+        todo = [t for t in tasks if t.task_id not in checked]
+        if todo:
+            preflight(todo, judge_config, limits, progress=progress,
+                      on_check=lambda check: append_check(files.preflight, check))
+    return read_screen(files, [t.task_id for t in tasks], audited=audit)
 
-    log = AuditLog(files.audit)
-    done = log.done()
-    todo = [t for t in tasks if t.task_id not in done]
-    if todo:
-        for audit in audit_tasks(todo, judge_config, progress=progress, limits=limits or ChildLimits(),
-                                 on_audit=log.append):
-            done[audit.task_id] = audit
-    return sorted(t.task_id for t in tasks if done[t.task_id].verdict == "degenerate")
+
+def read_screen(files: RunFiles, task_ids: Sequence[str], audited: bool) -> Screen:
+    """The screen of these tasks from the run directory's rows: audit.jsonl, or preflight.jsonl for
+    a run without the audit. An audit row that hit a limit counts as a preflight that did."""
+    if audited:
+        audits = AuditLog(files.audit).done()
+        degenerate = sorted(t for t in task_ids if t in audits and audits[t].verdict == "degenerate")
+        checks: Mapping[str, TaskCheck] = {t: TaskCheck.from_audit(a) for t, a in audits.items()}
+    else:
+        degenerate, checks = [], read_checks(files.preflight)
+    return Screen(degenerate, {t: checks[t] for t in task_ids if t in checks and not checks[t].ok})
 
 
 def _check_tasks(tasks: Sequence[Task]) -> None:

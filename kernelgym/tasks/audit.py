@@ -29,22 +29,18 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kernelgym.judge.compare import as_list, compare_outputs
 from kernelgym.judge.config import INPUT_DISTRIBUTIONS, JudgeConfig
 from kernelgym.judge.reference import Reference
-from kernelgym.tasks.limited import OOM, ChildLimits, is_out_of_memory, run_limited
+from kernelgym.tasks.limited import OOM, ChildLimits, each_task, is_out_of_memory, run_limited
 from kernelgym.tasks.small import TaskTooLarge
 from kernelgym.tasks.task import Task, TaskError
 
@@ -187,42 +183,15 @@ def audit_tasks(tasks: Iterable[Task], config: JudgeConfig, progress: bool = Tru
     handing each audit to `on_audit` as it finishes; a rich progress bar naming the current task
     on stderr when `progress`. With `jobs` > 1 (and limits) that many children run at once; the
     audits come back in the tasks' order, `on_audit` sees them in the order they finish."""
-    tasks = list(tasks)
     if jobs < 1:
         raise ValueError("audit_tasks needs jobs >= 1")
-    columns = (TextColumn("[bold]audit[/bold] {task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True, disable=not progress) as bar:
-        job = bar.add_task("", total=len(tasks))
-        if limits is None or jobs == 1:
-            audits = []
-            for t in tasks:
-                bar.update(job, description=t.task_id)
-                audit = audit_task(t, config, trials) if limits is None else _audit_limited(t, config, trials, limits)
-                audits.append(audit)
-                if on_audit is not None:
-                    on_audit(audit)
-                bar.advance(job)
-            return audits
-        # Each thread only waits on its own child process: the work and its limits live there.
-        running: set[str] = set()
-        lock = threading.Lock()
 
-        def one(t: Task) -> TaskAudit:
-            with lock:
-                running.add(t.task_id)
-                bar.update(job, description=", ".join(sorted(running)))
-            audit = _audit_limited(t, config, trials, limits)
-            with lock:
-                running.discard(t.task_id)
-                if on_audit is not None:
-                    on_audit(audit)
-                bar.update(job, description=", ".join(sorted(running)))
-                bar.advance(job)
-            return audit
+    def work(t: Task) -> TaskAudit:
+        return audit_task(t, config, trials) if limits is None else _audit_limited(t, config, trials, limits)
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(one, tasks))
+    # In this process (no limits) one task at a time: audits side by side need a child each.
+    return each_task(list(tasks), work, jobs=jobs if limits is not None else 1, progress=progress, title="audit",
+                     on_done=on_audit)
 
 
 def _audit_limited(task: Task, config: JudgeConfig, trials: int, limits: ChildLimits) -> TaskAudit:

@@ -5,7 +5,8 @@ or an hour. Each call gets its own process, forked from a multiprocessing fork s
 imported torch once (a fork costs milliseconds, not an interpreter start), with an address-space
 limit on the CPU (CUDA reserves more address space than any limit would allow, so on a GPU the
 device's own out-of-memory error is what bounds it) and a wall-clock deadline, after which it is
-killed. Whatever happens, the caller gets an outcome; the run goes on.
+killed. Whatever happens, the caller gets an outcome; the run goes on. `each_task` runs such work
+over a task set, several children at once, with a progress bar (the audit and the preflight share it).
 
 The judge's candidate sandbox (`kernelgym.judge.sandbox`) is the wrong fit: it speaks the
 untrusted child's fixed protocol, while this runs any picklable trusted function.
@@ -17,13 +18,21 @@ import multiprocessing
 import multiprocessing.connection
 import resource
 import signal
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kernelgym.tasks.task import Task
 
 # Statuses of a call that did not return; the names the judge uses for a candidate's.
 TIMEOUT, OOM, CRASHED = "timeout", "oom", "crashed"
 _PRELOAD = ["torch", "kernelgym.tasks.audit"]
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,39 @@ def run_limited(fn: Callable[..., Any], args: tuple, limits: ChildLimits, device
         if proc.is_alive():
             proc.kill()
         proc.join()
+
+
+def each_task(tasks: Sequence[Task], work: Callable[[Task], R], jobs: int = 1, progress: bool = True,
+              title: str = "", on_done: Callable[[R], None] | None = None) -> list[R]:
+    """`work(task)` for every task, `jobs` at once, the results in the tasks' order; `on_done` sees
+    each result as it finishes. A rich progress bar titled `title`, naming the tasks in flight, goes
+    to stderr when `progress`. Threads suffice: each only waits on the child its `work` started."""
+    if jobs < 1:
+        raise ValueError("each_task needs jobs >= 1")
+    columns = (TextColumn(f"[bold]{title}[/bold] {{task.description}}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True, disable=not progress) as bar:
+        job = bar.add_task("", total=len(tasks))
+        running: set[str] = set()
+        lock = threading.Lock()
+
+        def one(task: Task) -> R:
+            with lock:
+                running.add(task.task_id)
+                bar.update(job, description=", ".join(sorted(running)))
+            result = work(task)
+            with lock:
+                running.discard(task.task_id)
+                if on_done is not None:
+                    on_done(result)
+                bar.update(job, description=", ".join(sorted(running)))
+                bar.advance(job)
+            return result
+
+        if jobs == 1:  # in this thread: an exception from `work` or `on_done` stops the run here
+            return [one(t) for t in tasks]
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(one, tasks))
 
 
 def _death(exitcode: int | None, limits: ChildLimits) -> Outcome:

@@ -4,7 +4,7 @@ import json
 
 from kernelgym.eval.metrics import evaluate
 from kernelgym.eval.report import write_report
-from kernelgym.eval.runner import RunFiles, degenerate_tasks
+from kernelgym.eval.runner import RunFiles, screen_tasks
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import Status
 from kernelgym.tasks.task import Task
@@ -34,7 +34,9 @@ def test_the_eval_audit_streams_rows_and_an_over_limit_task_does_not_stop_it(tmp
     zero = Task("zero", kb.SCALE.replace("return x * 2.0 + 1.0", "return torch.zeros_like(x)"))
     tasks = [Task("huge", kb.HUGE_WEIGHT), zero, Task("scale", kb.SCALE)]
     files = RunFiles(tmp_path)
-    assert degenerate_tasks(tasks, files, JudgeConfig(device="cpu"), progress=False) == ["zero"]
+    screen = screen_tasks(tasks, files, JudgeConfig(device="cpu"), progress=False)
+    assert screen.degenerate == ["zero"]
+    assert {t: c.status for t, c in screen.over_limits.items()} == {"huge": "too-large"}  # not judged
     rows = [json.loads(line) for line in files.audit.read_text().splitlines()]
     assert [(r["task_id"], r["verdict"]) for r in rows] == [("huge", "too-large"), ("zero", "degenerate"),
                                                              ("scale", "ok")]
