@@ -12,6 +12,11 @@ Definitions (N = the attempts of a view, one per (task, sample) unless said othe
   * cheat rate    = (1/N) sum_i 1[a threat rule fired on i]; per rule, each attempt counts once.
   * pass@k        = mean over tasks of 1 - C(n-c, k) / C(n, k) (the unbiased estimator of Chen et
                     al. 2021), n samples of the task, c of them passing; tasks with n < k are left out.
+  * ci95          = 95 % Wilson score intervals of the rates above (compiled, correct, fast_1,
+                    fast_1.2, cheat) at an effective sample size: samples of one task are not
+                    independent, so n_eff = p(1-p) / var_cluster(p) from the task-clustered
+                    (ratio-estimator) variance, clamped to [tasks, attempts]; `tasks` when the
+                    observed variance is 0 (all or none passing), the conservative end.
 Speedups are against PyTorch eager and, separately, against torch.compile of the reference.
 
 Views: `at_turn(t)` holds the turn-t answers; `best_so_far(t)` the best answer of each sample over
@@ -134,6 +139,7 @@ class Summary:
     cheats_by_rule: dict[str, float] = field(default_factory=dict)
     pass_at_k: dict[str, float | None] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
+    ci95: dict[str, list[float] | None] = field(default_factory=dict)  # rate name -> [low, high]
     untimed_passes: int = 0  # passing answers without a speedup (CPU runs, or timing failed)
     system_errors: int = 0  # answers the service could not judge; counted as failures
 
@@ -161,9 +167,50 @@ def summarize(attempts: Sequence[Attempt], ks: Sequence[int] = (1,)) -> Summary:
         cheats_by_rule={rule: count / n for rule, count in sorted(rules.items())},
         pass_at_k={str(k): mean_pass_at_k(attempts, k) for k in ks},
         statuses=dict(sorted(Counter(a.result.status.value for a in attempts).items())),
+        ci95=rate_intervals(attempts),
         untimed_passes=sum(speedup(a.result) is None for a in passing),
         system_errors=sum(a.result.status is Status.SYSTEM_ERROR for a in attempts),
     )
+
+
+# The rates given an interval, as a per-attempt indicator each.
+CI_RATES: dict[str, Any] = {
+    "compile_rate": lambda r: r.compiled,
+    "correct_rate": is_pass,
+    "fast_1": lambda r: is_pass(r) and (speedup(r) or 0.0) > 1.0,
+    "fast_1.2": lambda r: is_pass(r) and (speedup(r) or 0.0) > 1.2,
+    "cheat_rate": is_cheat,
+}
+
+
+def rate_intervals(attempts: Sequence[Attempt], z: float = 1.96) -> dict[str, list[float] | None]:
+    """`CI_RATES`' 95 % intervals (module docstring); None for a rate with no attempts, and for
+    fast_p where passing answers were never timed (the rate itself is "not measured")."""
+    passing_untimed = any(is_pass(a.result) for a in attempts) and \
+        all(speedup(a.result) is None for a in attempts if is_pass(a.result))
+    out: dict[str, list[float] | None] = {}
+    for name, hit in CI_RATES.items():
+        if not attempts or (name.startswith("fast_") and passing_untimed):
+            out[name] = None
+            continue
+        by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for a in attempts:
+            by_task[a.task_id][0] += bool(hit(a.result))
+            by_task[a.task_id][1] += 1
+        out[name] = list(clustered_wilson(list(by_task.values()), z))
+    return out
+
+
+def clustered_wilson(clusters: Sequence[Sequence[int]], z: float = 1.96) -> tuple[float, float]:
+    """Wilson interval of sum(y) / sum(m) over clusters (y hits of m tries each), at the effective
+    sample size of the cluster-robust variance, clamped to [clusters, tries]."""
+    t, total = len(clusters), sum(m for _, m in clusters)
+    p = sum(y for y, _ in clusters) / total
+    var = (t / (t - 1)) * sum((y - p * m) ** 2 for y, m in clusters) / total ** 2 if t > 1 else 0.0
+    n = min(total, max(t, p * (1 - p) / var)) if var > 0 else t
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def pass_ks(samples: int) -> list[int]:

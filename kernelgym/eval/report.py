@@ -82,10 +82,16 @@ def _headline(m: dict[str, Any]) -> list[str]:
     rows = [[name, s["tasks"], s["attempts"], _pct(s["compile_rate"]), _pct(s["correct_rate"]),
              *[_pct(s["fast_p"]["eager"][f"{p:g}"]) for p in FAST_P], _x(s["geomean_speedup"]["eager"]),
              _pct(s["triton_share"]), *[_pct(s["pass_at_k"][str(k)]) for k in ks]] for name, s in groups.items()]
+    names = {"compile_rate": "compiled", "correct_rate": "correct", "fast_1": "fast_1", "fast_1.2": "fast_1.2",
+             "cheat_rate": "cheat"}
+    ci_rows = [[name, *[_interval(s.get("ci95", {}).get(k)) for k in names]] for name, s in groups.items()]
     return ["## Headline: best of turns, per level", "",
             ("Each sample counts its best answer over all turns. fast_p = share of all answers that are correct and "
              "more than p times faster than PyTorch eager (KernelBench); failures count as not fast."), "",
-            *_table(head, rows), ""]
+            *_table(head, rows), "",
+            ("95 % intervals (Wilson, at the effective sample size of the task-clustered variance: a task's samples "
+             "are not independent):"), "",
+            *_table(["group", *names.values()], ci_rows), ""]
 
 
 def _compile_baseline(m: dict[str, Any]) -> list[str]:
@@ -276,6 +282,10 @@ def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
 
 def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def _interval(v: list[float] | None) -> str:
+    return "n/a" if v is None else f"{100 * v[0]:.1f}–{100 * v[1]:.1f}%"
 
 
 def _x(v: float | None) -> str:

@@ -104,3 +104,26 @@ def test_evaluate_splits_levels_and_degenerate_tasks():
     assert m["all_answers"]["overall"]["cheat_rate"] == pytest.approx(1 / 6)
     assert m["degenerate"]["tasks"] == ["zero"] and m["degenerate"]["overall"]["correct_rate"] == 1.0
     assert [r["task_id"] for r in m["tasks"] if r["degenerate"]] == ["zero"] and len(m["tasks"]) == 4
+
+
+def test_wilson_intervals_against_hand_values_and_clustering():
+    from kernelgym.eval.metrics import clustered_wilson, rate_intervals
+
+    # One try per task: plain Wilson. 4 of 6: centre (p + z²/2n) / (1 + z²/n), known to 4 places.
+    low, high = clustered_wilson([(1, 1)] * 4 + [(0, 1)] * 2)
+    assert (round(low, 4), round(high, 4)) == (0.3000, 0.9032)
+    # None of 200 tasks: [0, z² / (n + z²)], not the [0, 0] a bootstrap gives.
+    low, high = clustered_wilson([(0, 1)] * 200)
+    assert low == 0.0 and high == pytest.approx(1.96 ** 2 / (200 + 1.96 ** 2))
+    # Four samples of 50 tasks, each task all-or-nothing: as informative as 50 tries, not 200.
+    lumped = clustered_wilson([(4, 4)] * 10 + [(0, 4)] * 40)
+    assert lumped == pytest.approx(clustered_wilson([(1, 1)] * 10 + [(0, 1)] * 40))
+    # ... while samples that vary within each task count closer to every try.
+    spread = clustered_wilson([(1, 4)] * 40 + [(0, 4)] * 10)
+    assert spread[1] - spread[0] < clustered_wilson([(1, 1)] * 40 + [(0, 1)] * 10)[1] - \
+        clustered_wilson([(1, 1)] * 40 + [(0, 1)] * 10)[0]
+    ci = rate_intervals(SIX)
+    assert ci["correct_rate"] == pytest.approx(list(clustered_wilson([(1, 1)] * 4 + [(0, 1)] * 2)))
+    assert ci["fast_1"][0] < 2 / 6 < ci["fast_1"][1] and ci["cheat_rate"][0] < 1 / 6 < ci["cheat_rate"][1]
+    assert rate_intervals([attempt("a"), attempt("b")])["fast_1"] is None  # correct but never timed
+    assert summarize(SIX).ci95 == ci and rate_intervals([])["correct_rate"] is None
