@@ -76,6 +76,9 @@ if [[ ,$stage, == *,rl,* ]]; then
     --config configs/grpo_coldstart_h100.yaml ${RL_ARGS:-} > "$out/rl.log" 2>&1 || rc=1
   echo "rl wall seconds: $((SECONDS - start))" >> "$out/rl.log"
   cp runs/grpo_coldstart/trainer_state.json "$out/rl.trainer_state.json" 2>/dev/null
+  # the learning curve per step (reward, compiled, correct, fast_p, turns, verdicts, time split): PNG + CSV
+  python3 -m train.plot_curve "$out/rl.trainer_state.json" --out "$out/rl_curve.png" --title "TRLOO from SFT" \
+    >> "$out/rl.log" 2>&1 || rc=1
 fi
 
 if [[ ,$stage, == *,eval,* ]]; then
