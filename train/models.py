@@ -1,6 +1,7 @@
 """The policy to train: a hub id or local directory, or one of our offline models by name.
 
-`kernelgym:tiny` (train.tiny_model) and `kernelgym:smollm2` (train.smollm2) are built here and
+`kernelgym:tiny` (train.tiny_model), `kernelgym:smollm2` (train.smollm2) and `kernelgym:qwen-coder-0.5b`
+(train.qwen_coder) are built here and
 handed to the trainer as objects; any other `model_name_or_path` is passed to TRL as a string, which
 loads it with `GRPOConfig.model_init_kwargs` (filled from `ModelConfig` as TRL's own script does).
 """
@@ -11,6 +12,7 @@ from typing import Any
 
 import torch
 
+from train.qwen_coder import QWEN_CODER_MODEL_NAME, load_qwen_coder
 from train.smollm2 import SMOLLM2_MODEL_NAME, load_smollm2
 from train.tiny_model import TINY_MODEL_NAME, build_tiny_policy
 
@@ -20,12 +22,12 @@ def load_policy(model_args: Any, args: Any) -> tuple[Any, Any]:
     name = model_args.model_name_or_path
     if not name:
         raise ValueError("model_name_or_path is not set: a hub id, a directory, "
-                         f"{TINY_MODEL_NAME} or {SMOLLM2_MODEL_NAME}")
+                         f"{TINY_MODEL_NAME}, {SMOLLM2_MODEL_NAME} or {QWEN_CODER_MODEL_NAME}")
     if name == TINY_MODEL_NAME:
         return build_tiny_policy(seed=args.seed)
-    if name == SMOLLM2_MODEL_NAME:
+    if name in (SMOLLM2_MODEL_NAME, QWEN_CODER_MODEL_NAME):
         dtype = getattr(torch, model_args.dtype) if model_args.dtype not in (None, "auto") else torch.float32
-        return load_smollm2(dtype)
+        return (load_smollm2 if name == SMOLLM2_MODEL_NAME else load_qwen_coder)(dtype)
     from transformers import AutoTokenizer
 
     init = {"revision": model_args.model_revision, "trust_remote_code": args.trust_remote_code,
