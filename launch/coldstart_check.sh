@@ -2,20 +2,29 @@
 # Issue 16 on one GPU machine, in stages (STAGE=corpus|sft|rl|eval, or a comma list):
 #   corpus  the verified cold-start corpus, judged at the full size on the GPU (DEVICE=cpu: the
 #           interpreter on the box's CPU cores); comes back as $OUT/coldstart.tgz
-#   sft     full fine-tuning of SmolLM2-135M-Instruct on it (configs/sft_smollm2_h100.yaml)
+#   sft     full fine-tuning of SmolLM2-135M-Instruct on it (configs/sft_smollm2_h100.yaml; MODEL=qwen: the 0.5B coder)
 #   rl      multi-turn TRLOO from the SFT checkpoint on the train tasks (configs/grpo_coldstart_h100.yaml)
 #   eval    `kernelgym eval` of the base model, the SFT and the RL checkpoint (MODELS) on the corpus's held-out
 #           task set (op chains SFT never saw), full size on the GPU
 # Files stay on a warm machine between calls (runs/ is git-ignored): run the stages in consecutive
 # calls. SmolLM2's GGUF comes in two halves (.carry/smollm2, see launch/smollm2_env.sh): carry one
 # with the corpus stage and the other with the sft stage.
+# MODEL=qwen runs the sft/rl/eval stages with Qwen2.5-Coder-0.5B-Instruct (configs/sft_qwen_coder_h100.yaml;
+# its GGUF crosses as six parts in .carry/qwen, one or two per call: see docs/COLDSTART.md) instead of SmolLM2.
 # env: N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=2048 MODELS="base sft"
+#      MODEL=smollm2|qwen
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-coldstart_check_out}"; mkdir -p "$out"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 source launch/smollm2_env.sh
 stage="${STAGE:-corpus}"; seed="${SEED:-0}"
+# the policy: its carry set-up, SFT config and checkpoint directory
+case "${MODEL:-smollm2}" in
+  smollm2) setup=smollm2_setup; sft_config=configs/sft_smollm2_h100.yaml; sft_dir=runs/sft_smollm2 ;;
+  qwen) setup=qwen_setup; sft_config=configs/sft_qwen_coder_h100.yaml; sft_dir=runs/sft_qwen_coder ;;
+  *) echo "MODEL must be smollm2 or qwen, not ${MODEL}"; exit 2 ;;
+esac
 rc=0
 # corpora built elsewhere (here on the CPU, say) travel as runs/*.tgz and are merged into runs/coldstart by
 # the sft stage; a carried runs/coldstart_*.tgz unpacks to runs/coldstart_*
@@ -24,7 +33,7 @@ for f in runs/coldstart_*.tgz; do [[ -f $f ]] && tar xzf "$f" -C runs && rm -f "
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$out/env.txt"
 
 if [[ ,$stage, == *,corpus,* ]]; then
-  smollm2_setup > "$out/smollm2_setup.txt" 2>&1  # stashes the half carried now; the sft stage completes it
+  $setup > "$out/setup.txt" 2>&1  # stashes the parts carried now; the sft stage completes them
   # DEVICE=cuda (default): every answer judged at the full size on the GPU; DEVICE=cpu: the interpreter
   # at the small size on the box's CPU cores. A second call resumes the same directory.
   device="${DEVICE:-cuda}"; jobs="${JOBS:-14}"
@@ -50,7 +59,7 @@ if [[ ,$stage, == *,corpus,* ]]; then
 fi
 
 if [[ ,$stage, == *,sft,* ]]; then
-  smollm2_setup > "$out/smollm2_setup.txt" 2>&1 || { cat "$out/smollm2_setup.txt"; exit 3; }
+  $setup > "$out/setup.txt" 2>&1 || { cat "$out/setup.txt"; exit 3; }
   extra=$(cd runs && ls -d coldstart_* 2>/dev/null | grep -v -e '^coldstart_all$' -e '\.tgz$' | sed 's|^|runs/|')
   if [[ -n $extra ]]; then  # one corpus from this machine's and the carried ones
     srcs=""; [[ -f runs/coldstart/corpus.json ]] && srcs="runs/coldstart"
@@ -62,18 +71,18 @@ if [[ ,$stage, == *,sft,* ]]; then
   [[ -f $data/train.jsonl ]] || { echo "no corpus on this machine: run STAGE=corpus first or carry runs/coldstart_*.tgz"; exit 3; }
   start=$SECONDS
   python3 -m accelerate.commands.launch --config_file configs/accelerate/single_gpu.yaml train/sft.py \
-    --config configs/sft_smollm2_h100.yaml --data "$data/train.jsonl" --output_dir runs/sft_smollm2 \
+    --config "$sft_config" --data "$data/train.jsonl" --output_dir "$sft_dir" \
     ${SFT_ARGS:-} > "$out/sft.log" 2>&1 || rc=1
   echo "sft wall seconds: $((SECONDS - start))" >> "$out/sft.log"
   grep -E "'loss'|train_runtime" "$out/sft.log" | tail -60 > "$out/sft_loss.txt"
 fi
 
 if [[ ,$stage, == *,rl,* ]]; then
-  smollm2_setup > "$out/smollm2_setup.txt" 2>&1 || { cat "$out/smollm2_setup.txt"; exit 3; }
-  [[ -d runs/sft_smollm2 ]] || { echo "no SFT checkpoint on this machine: run STAGE=sft first"; exit 3; }
+  $setup > "$out/setup.txt" 2>&1 || { cat "$out/setup.txt"; exit 3; }
+  [[ -d $sft_dir ]] || { echo "no SFT checkpoint on this machine: run STAGE=sft first"; exit 3; }
   start=$SECONDS
   python3 -m accelerate.commands.launch --config_file configs/accelerate/single_gpu.yaml train/grpo.py \
-    --config configs/grpo_coldstart_h100.yaml ${RL_ARGS:-} > "$out/rl.log" 2>&1 || rc=1
+    --config configs/grpo_coldstart_h100.yaml --model_name_or_path "$sft_dir" ${RL_ARGS:-} > "$out/rl.log" 2>    --config configs/grpo_coldstart_h100.yaml ${RL_ARGS:-} > "$out/rl.log" 2>&1 || rc=11 || rc=1
   echo "rl wall seconds: $((SECONDS - start))" >> "$out/rl.log"
   cp runs/grpo_coldstart/trainer_state.json "$out/rl.trainer_state.json" 2>/dev/null
   # the learning curve per step (reward, compiled, correct, fast_p, turns, verdicts, time split): PNG + CSV
@@ -82,9 +91,10 @@ if [[ ,$stage, == *,rl,* ]]; then
 fi
 
 if [[ ,$stage, == *,eval,* ]]; then
-  smollm2_setup > "$out/smollm2_setup.txt" 2>&1 || { cat "$out/smollm2_setup.txt"; exit 3; }
+  $setup > "$out/setup.txt" 2>&1 || { cat "$out/setup.txt"; exit 3; }
   for name in ${MODELS:-base sft}; do
-    model="gguf:$SMOLLM2_GGUF"; [[ $name == sft ]] && model=runs/sft_smollm2; [[ $name == rl ]] && model=runs/grpo_coldstart
+    model="gguf:${QWEN_GGUF:-${SMOLLM2_GGUF:-}}"; [[ $name == sft ]] && model=$sft_dir
+    [[ $name == rl ]] && model=runs/grpo_coldstart
     start=$SECONDS
     tasks=runs/coldstart_all/tasks; [[ -d $tasks ]] || tasks=runs/coldstart/tasks
     python3 -m kernelgym.cli eval --model "$model" --tasks "gen:$tasks:heldout" --limit "${LIMIT:-200}" \
