@@ -82,7 +82,7 @@ if [[ ,$stage, == *,rl,* ]]; then
   [[ -d $sft_dir ]] || { echo "no SFT checkpoint on this machine: run STAGE=sft first"; exit 3; }
   start=$SECONDS
   python3 -m accelerate.commands.launch --config_file configs/accelerate/single_gpu.yaml train/grpo.py \
-    --config configs/grpo_coldstart_h100.yaml --model_name_or_path "$sft_dir" ${RL_ARGS:-} > "$out/rl.log" 2>    --config configs/grpo_coldstart_h100.yaml ${RL_ARGS:-} > "$out/rl.log" 2>&1 || rc=11 || rc=1
+    --config configs/grpo_coldstart_h100.yaml --model_name_or_path "$sft_dir" ${RL_ARGS:-} > "$out/rl.log" 2>&1 || rc=1
   echo "rl wall seconds: $((SECONDS - start))" >> "$out/rl.log"
   cp runs/grpo_coldstart/trainer_state.json "$out/rl.trainer_state.json" 2>/dev/null
   # the learning curve per step (reward, compiled, correct, fast_p, turns, verdicts, time split): PNG + CSV
