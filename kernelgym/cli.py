@@ -120,6 +120,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="start each warm candidate process as a new interpreter instead of forking it")
     bs.add_argument("--repeats", type=int, default=10, help="evaluations per answer for the repeatability report")
     bs.add_argument("--repeat-tasks", default="relu,softmax,matmul_square", help="comma-separated built-in tasks")
+    bs.add_argument("--corpus", type=Path, default=None,
+                    help="the training mix: the same kinds made from a cold-start corpus's generated tasks and "
+                         "verified answers (`kernelgym data coldstart`), at the sizes training uses")
+    bs.add_argument("--per-task", type=int, default=8, help="with --corpus: answers per task (an RL group)")
     bs.add_argument("--json-out", type=Path, default=None)
     _add_judge_options(bs)
     bs.set_defaults(func=_cmd_bench_service)
@@ -380,8 +384,14 @@ def _cmd_bench_service(args: argparse.Namespace) -> int:
     if args.n < 1 or args.jobs < 1 or (args.warm is not None and args.warm < 0) or args.repeats < 0:
         raise UsageError("--n and --jobs must be at least 1, --warm and --repeats at least 0")
     tasks = tuple(t.strip() for t in args.repeat_tasks.split(",") if t.strip()) if args.repeats else ()
+    items = None
+    if args.corpus is not None:
+        from kernelgym.service.bench_mix import build_training_mix
+
+        items = build_training_mix(args.n, args.corpus, per_task=args.per_task)
     report = run_service_bench(args.n, _config(args), jobs=args.jobs, warm=args.warm, baseline=not args.no_baseline,
-                               repeats=args.repeats, repeat_tasks=tasks, fork_server=not args.no_fork_server)
+                               repeats=args.repeats, repeat_tasks=tasks, fork_server=not args.no_fork_server,
+                               items=items)
     for table in report.tables():
         console.print(table)
     for mode in report.modes:

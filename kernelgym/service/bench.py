@@ -32,6 +32,7 @@ from kernelgym.judge.timing import BUSY_LOG_VAR
 from kernelgym.service.bench_mix import MixItem, build_mix
 from kernelgym.service.gpu_utilization import UtilizationSampler
 from kernelgym.tasks.loaders import builtin_answer_path, load_builtin
+from kernelgym.tasks.task import Task
 
 
 @dataclass
@@ -117,14 +118,16 @@ class ServiceBenchReport:
 
 def run_service_bench(n: int, config: JudgeConfig, jobs: int = 8, warm: int | None = None, baseline: bool = True,
                       repeats: int = 10, repeat_tasks: tuple[str, ...] = ("relu", "softmax", "matmul_square"),
-                      seed: int = 0, fork_server: bool = True) -> ServiceBenchReport:
+                      seed: int = 0, fork_server: bool = True, items: list[MixItem] | None = None) -> ServiceBenchReport:
     """Judge a mixed batch of `n` answers through the service (and, with `baseline`, one at a time
     in fresh processes), then `repeats` evaluations of each of `repeat_tasks`' built-in answers.
-    `fork_server`: the service's warm candidates are forked (False: each a new interpreter)."""
+    `fork_server`: the service's warm candidates are forked (False: each a new interpreter).
+    `items`: another batch than `build_mix(n)`, such as `build_training_mix` (its tasks travel as
+    source with each request)."""
     device = config.resolved_device()
     defaults = asdict(JudgeConfig())
     overrides = {k: v for k, v in asdict(config).items() if k not in ("device", "seed") and v != defaults[k]}
-    items = build_mix(n, seed=seed)
+    items = build_mix(n, seed=seed) if items is None else items
     with tempfile.TemporaryDirectory(prefix="kernelgym-bench-") as tmp, UtilizationSampler() as gpu_use:
         service_mode, repeat_results = _service_run(Path(tmp), items, overrides, device, jobs, warm,
                                                     repeats, repeat_tasks, fork_server)
@@ -158,7 +161,8 @@ def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], dev
             w0 = time.time()
             backend.wait_warm(300)
             warmup_s = time.time() - w0
-            requests = [{"task_id": it.task_id, "answer": it.answer, "config": {"seed": 10_000 + i}}
+            requests = [{"task_id": it.task_id, "answer": it.answer, "config": {"seed": 10_000 + i},
+                         **({"task_source": it.task_source} if it.task_source is not None else {})}
                         for i, it in enumerate(items)]
             t0 = time.time()
             submission = service.submit(requests)
@@ -191,7 +195,8 @@ def _baseline_run(tmp: Path, items: list[MixItem], config: JudgeConfig, device: 
     for i, it in enumerate(items):
         with _environ({BUSY_LOG_VAR: str(busy_log), "KERNELGYM_CACHE_DIR": str(tmp / f"nocache{i}")}):
             reference._TIMING_CACHE.clear()
-            results.append(judge(load_builtin(it.task_id)[0], it.answer, replace(config, device=device, seed=10_000 + i)))
+            task = load_builtin(it.task_id)[0] if it.task_source is None else Task(it.task_id, it.task_source)
+            results.append(judge(task, it.answer, replace(config, device=device, seed=10_000 + i)))
         latencies.append(time.time() - t0)
     t1 = time.time()
     mode = _mode_report("baseline (spawn per candidate, one at a time, no cache)", items, results, latencies,

@@ -5,13 +5,19 @@ the stage it is meant to fail at: 50 % correct, 20 % wrong outputs (every stored
 shifted), 15 % compile errors (a call to a `tl` function that does not exist, found at JIT time),
 10 % crashes (every store pointer moved 10**12 elements away: an illegal address on a GPU) and
 5 % timeouts (`forward` never returns).
+
+`build_training_mix` makes the same kinds from a cold-start corpus instead (`kernelgym data
+coldstart`): generated tasks at the sizes training uses, their verified answers as the correct ones,
+a few answers per task as an RL group has; each item carries its task's source.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 from kernelgym.tasks.loaders import builtin_answer_path, builtin_task_ids
 
@@ -36,6 +42,7 @@ class MixItem:
     kind: str
     task_id: str
     answer: str
+    task_source: str | None = None  # the task's code where `task_id` is not a built-in task
 
     @property
     def expected(self) -> tuple[str, ...]:
@@ -48,18 +55,48 @@ def build_mix(n: int, seed: int = 0, tasks: tuple[str, ...] = DEFAULT_TASKS) -> 
     unknown = sorted(set(tasks) - set(builtin_task_ids()))
     if unknown:
         raise ValueError(f"unknown built-in task(s) for the mix: {', '.join(unknown)}")
+    items = [MixItem(kind, tasks[i % len(tasks)], make_variant(builtin_answer_path(tasks[i % len(tasks)]).read_text(),
+                                                               kind))
+             for i, kind in enumerate(_kinds(n))]
+    random.Random(seed).shuffle(items)
+    return items
+
+
+def _kinds(n: int) -> list[str]:
+    """`n` kinds in the MIX proportions (rounded, at least one of each when n >= 20)."""
     counts = {kind: round(n * share) for kind, share, _ in MIX}
     if n >= 20:
         counts = {k: max(1, c) for k, c in counts.items()}
     counts["correct"] += n - sum(counts.values())
-    items = []
-    i = 0
-    for kind, count in counts.items():
-        for _ in range(max(0, count)):
-            task_id = tasks[i % len(tasks)]
-            items.append(MixItem(kind, task_id, make_variant(builtin_answer_path(task_id).read_text(), kind)))
-            i += 1
-    random.Random(seed).shuffle(items)
+    return [kind for kind, count in counts.items() for _ in range(max(0, count))]
+
+
+def build_training_mix(n: int, corpus: Path, seed: int = 0, per_task: int = 8) -> list[MixItem]:
+    """`n` answers in the MIX proportions from the train split of a cold-start corpus directory:
+    `n / per_task` of its tasks (drawn with `seed`), `per_task` answers each (an RL group's worth,
+    so the reference work a service caches per task is shared as in training), each kind made
+    from the task's verified answer by `make_variant`."""
+    corpus = Path(corpus)
+    rows_path, tasks_path = corpus / "train.jsonl", corpus / "tasks" / "train.jsonl"
+    if not rows_path.is_file() or not tasks_path.is_file():
+        raise ValueError(f"{corpus} is not a cold-start corpus (no train.jsonl and tasks/train.jsonl): "
+                         "build one with `kernelgym data coldstart`")
+    if per_task < 1:
+        raise ValueError("per_task must be at least 1")
+    sources = {t["task_id"]: t["code"] for t in map(json.loads, tasks_path.read_text().splitlines()) if t}
+    answers: dict[str, str] = {}
+    for row in map(json.loads, rows_path.read_text().splitlines()):
+        if row.get("kind") == "single" and row["task_id"] in sources:
+            answers.setdefault(row["task_id"], row["answer"])
+    if not answers:
+        raise ValueError(f"{corpus} holds no verified single-turn answers on its train split")
+    rng = random.Random(seed)
+    chosen = rng.sample(sorted(answers), min(len(answers), max(1, -(-n // per_task))))
+    kinds = _kinds(n)
+    rng.shuffle(kinds)
+    items = [MixItem(kind, chosen[i // per_task % len(chosen)],
+                     make_variant(answers[chosen[i // per_task % len(chosen)]], kind),
+                     sources[chosen[i // per_task % len(chosen)]]) for i, kind in enumerate(kinds)]
     return items
 
 
