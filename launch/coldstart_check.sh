@@ -11,7 +11,8 @@
 # with the corpus stage and the other with the sft stage.
 # MODEL=qwen runs the sft/rl/eval stages with Qwen2.5-Coder-0.5B-Instruct (configs/sft_qwen_coder_h100.yaml;
 # its GGUF crosses as six parts in .carry/qwen, one or two per call: see docs/COLDSTART.md) instead of SmolLM2.
-# env: N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=2048 MODELS="base sft"
+# env: N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=4096 MODELS="base sft"
+#      (corpus answers: median 1,650 SmolLM2 tokens, 33 % over 2,048, max 5,454: 2,048 cut a third of them)
 #      MODEL=smollm2|qwen
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -98,7 +99,7 @@ if [[ ,$stage, == *,eval,* ]]; then
     start=$SECONDS
     tasks=runs/coldstart_all/tasks; [[ -d $tasks ]] || tasks=runs/coldstart/tasks
     python3 -m kernelgym.cli eval --model "$model" --tasks "gen:$tasks:heldout" --limit "${LIMIT:-200}" \
-      --samples "${SAMPLES:-1}" --max-new-tokens "${MAX_NEW:-2048}" --gen-batch "${GEN_BATCH:-128}" --reps 10 \
+      --samples "${SAMPLES:-1}" --max-new-tokens "${MAX_NEW:-4096}" --gen-batch "${GEN_BATCH:-128}" --reps 10 \
       --no-compile-baseline --no-audit --no-progress --out "runs/eval_$name" > "$out/eval_$name.log" 2>&1 || rc=1
     echo "eval $name wall seconds: $((SECONDS - start))" >> "$out/eval_$name.log"
   done
