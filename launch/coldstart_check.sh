@@ -10,7 +10,7 @@
 # calls. SmolLM2's GGUF comes in two halves (.carry/smollm2, see launch/smollm2_env.sh): carry one
 # with the corpus stage and the other with the sft stage.
 # MODEL=qwen runs the sft/rl/eval stages with Qwen2.5-Coder-0.5B-Instruct (configs/sft_qwen_coder_h100.yaml;
-# its GGUF crosses as six parts in .carry/qwen, one or two per call: see docs/COLDSTART.md) instead of SmolLM2.
+# its GGUF crosses as six parts in .carry/qwen, one per call (64 MiB): see docs/COLDSTART.md) instead of SmolLM2.
 # env: N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=4096 MODELS="base sft"
 #      (corpus answers: median 1,650 SmolLM2 tokens, 33 % over 2,048, max 5,454: 2,048 cut a third of them)
 #      MODEL=smollm2|qwen
