@@ -44,6 +44,9 @@ class EnvConfig:
         "help": "improvement: a turn earns what its answer adds over the best earlier turn (an episode returns "
                 "its best answer's reward plus every penalty; resubmitting earns nothing); absolute: every turn "
                 "earns its answer's full reward (Dr. Kernel's multi-turn reward)"})
+    improvement_margin: float = field(default=0.02, metadata={
+        "help": "improvement: a gain over an earlier positive answer smaller than this (reward units; the reward "
+                "is 1 + ln(speedup), so ~2 % of speedup) is measurement noise and earns nothing"})
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -52,6 +55,8 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.stop_on must be one of {STOP_RULES}, not {self.stop_on!r}")
         if self.target_speedup <= 0:
             raise ValueError("EnvConfig.target_speedup must be positive")
+        if self.improvement_margin < 0:
+            raise ValueError("EnvConfig.improvement_margin must be >= 0")
         if self.turn_reward not in TURN_REWARDS:
             raise ValueError(f"EnvConfig.turn_reward must be one of {TURN_REWARDS}, not {self.turn_reward!r}")
 
@@ -92,7 +97,8 @@ class KernelEnv:
         self._task = _resolve(task)
         state = EpisodeState(task_id=self._task.task_id, done=False, turn=len(earlier))
         for r in earlier:
-            state.rewards.append(turn_reward(r, state.answer_rewards, self.env_config.turn_reward))
+            state.rewards.append(turn_reward(r, state.answer_rewards, self.env_config.turn_reward,
+                                              self.env_config.improvement_margin))
             state.answer_rewards.append(r)
         self._state = state
         return KernelObservation(messages=first_messages(self._task, self.templates),
@@ -107,7 +113,8 @@ class KernelEnv:
         result = self._judge(self._task, answer, self.judge_config)
         state = self._state
         answer_reward = float(self._reward(result, self.reward_config))
-        reward = turn_reward(answer_reward, state.answer_rewards, self.env_config.turn_reward)
+        reward = turn_reward(answer_reward, state.answer_rewards, self.env_config.turn_reward,
+                             self.env_config.improvement_margin)
         state.turn += 1
         state.answer_rewards.append(answer_reward)
         state.rewards.append(reward)
@@ -130,17 +137,20 @@ class KernelEnv:
         return s is not None and s >= self.env_config.target_speedup
 
 
-def turn_reward(answer_reward: float, earlier: list[float], mode: str) -> float:
+def turn_reward(answer_reward: float, earlier: list[float], mode: str, margin: float = 0.0) -> float:
     """A turn's reward from its answer's reward and the earlier answers' rewards.
 
     improvement: r_t - max(0, best earlier r) when r_t is positive, clipped at 0, so a policy is paid
     once for its best answer and never for repeating it; a negative r_t (a cheat or failure penalty)
-    counts in full every time. The episode's return is then max(0, best r) plus its penalties.
+    counts in full every time. The episode's return is then max(0, best r) plus its penalties. Over a
+    positive earlier answer, a gain of at most `margin` earns nothing: resubmitting the same answer
+    draws a new timing, and paying its noise would pay for resubmitting (red team, issue 18).
     absolute: r_t (Dr. Kernel), where resubmitting a correct answer pays again."""
     if mode == "absolute" or answer_reward < 0:
         return answer_reward
     best = max([0.0, *earlier])
-    return max(0.0, answer_reward - best)
+    gain = answer_reward - best
+    return 0.0 if gain <= 0 or (best > 0 and gain <= margin) else gain
 
 
 def _resolve(task: Task | str) -> Task:

@@ -94,6 +94,11 @@ def test_improvement_pays_the_gain_and_penalties_always_count():
     assert turn_reward(0.3, [0.5], "improvement") == 0.0  # a worse answer after a better one
     assert turn_reward(-1.0, [0.5], "improvement") == -1.0  # a cheat costs whenever it happens
     assert turn_reward(0.5, [-1.0], "improvement") == pytest.approx(0.5)  # penalties are no baseline
+    # a resubmission's new timing within the margin is noise, not an improvement
+    assert turn_reward(1.015, [1.0], "improvement", margin=0.02) == 0.0
+    assert turn_reward(1.05, [1.0], "improvement", margin=0.02) == pytest.approx(0.05)
+    assert turn_reward(0.01, [0.0, -1.0], "improvement", margin=0.02) == pytest.approx(0.01)  # no earlier pass
+    assert turn_reward(1.015, [1.0], "absolute", margin=0.02) == 1.015
 
 
 def test_absolute_turn_reward_is_dr_kernels():
