@@ -43,6 +43,8 @@ class KernelGymArguments:
     turn_reward: str = field(default="improvement", metadata={
         "help": "improvement (a turn earns what it adds over the best earlier turn; resubmitting earns nothing) "
                 "or absolute (every turn earns its answer's full reward, Dr. Kernel)"})
+    improvement_margin: float = field(default=0.02, metadata={
+        "help": "improvement: a gain of at most this over the level already paid is timing noise and earns nothing"})
     max_turn_tokens: int = field(default=1024, metadata={"help": "tokens one answer may take; the total after "
                                                          "the prompt is GRPOConfig.max_completion_length"})
     end_of_turn_token: str | None = field(default=None, metadata={"help": "token that ends an assistant turn in "
@@ -98,7 +100,7 @@ class KernelGymArguments:
 
     def env_config(self) -> EnvConfig:
         return EnvConfig(max_turns=self.max_turns, stop_on=self.stop_on, feedback_chars=self.feedback_chars,
-                         turn_reward=self.turn_reward)
+                         turn_reward=self.turn_reward, improvement_margin=self.improvement_margin)
 
 
 def parse_args(argv: Sequence[str] | None = None):

@@ -45,8 +45,9 @@ class EnvConfig:
                 "its best answer's reward plus every penalty; resubmitting earns nothing); absolute: every turn "
                 "earns its answer's full reward (Dr. Kernel's multi-turn reward)"})
     improvement_margin: float = field(default=0.02, metadata={
-        "help": "improvement: a gain over an earlier positive answer smaller than this (reward units; the reward "
-                "is 1 + ln(speedup), so ~2 % of speedup) is measurement noise and earns nothing"})
+        "help": "improvement: a gain of at most this over the level already paid (answer-reward units: ~2 % of "
+                "speedup under the shaped reward, 0.04x of absolute speedup under drkernel's 0.5 per 1x) is "
+                "measurement noise and earns nothing"})
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -140,17 +141,29 @@ class KernelEnv:
 def turn_reward(answer_reward: float, earlier: list[float], mode: str, margin: float = 0.0) -> float:
     """A turn's reward from its answer's reward and the earlier answers' rewards.
 
-    improvement: r_t - max(0, best earlier r) when r_t is positive, clipped at 0, so a policy is paid
-    once for its best answer and never for repeating it; a negative r_t (a cheat or failure penalty)
-    counts in full every time. The episode's return is then max(0, best r) plus its penalties. Over a
-    positive earlier answer, a gain of at most `margin` earns nothing: resubmitting the same answer
-    draws a new timing, and paying its noise would pay for resubmitting (red team, issue 18).
+    improvement: what a positive r_t adds over the level already paid (`paid_level`), clipped at 0,
+    so a policy is paid once for its best answer and never for repeating it; a negative r_t (a cheat
+    or failure penalty) counts in full every time. Over a positive level, a gain of at most `margin`
+    earns nothing and leaves the level where it was: resubmitting the same answer draws a new timing,
+    and paying its noise would pay for resubmitting (red team, issue 18); measuring later gains from
+    the paid level (not from the best answer) keeps small real gains adding up and gives regressing
+    or resubmitting no edge. The episode's return is its paid level (its best answer's reward, within
+    `margin`) plus its penalties.
     absolute: r_t (Dr. Kernel), where resubmitting a correct answer pays again."""
     if mode == "absolute" or answer_reward < 0:
         return answer_reward
-    best = max([0.0, *earlier])
-    gain = answer_reward - best
-    return 0.0 if gain <= 0 or (best > 0 and gain <= margin) else gain
+    level = paid_level(earlier, margin)
+    gain = answer_reward - level
+    return gain if gain > 0 and (level == 0 or gain > margin) else 0.0
+
+
+def paid_level(rewards: list[float], margin: float = 0.0) -> float:
+    """The answer reward an `improvement` episode has been paid up to after these answers."""
+    level = 0.0
+    for r in rewards:
+        if r > level and (level == 0 or r - level > margin):
+            level = r
+    return level
 
 
 def _resolve(task: Task | str) -> Task:

@@ -1,6 +1,6 @@
 """Degenerate-task audit (RH-12): can an answer that computes nothing pass this task?
 
-For each input distribution the judge knows (`task` and `signed`), the reference runs on a few
+For each input distribution the judge knows (`task`, `signed`, `wide`), the reference runs on a few
 seeds and every negative control is compared with its outputs by the judge's own `compare_outputs`:
 
   * `zeros`        zeros of the output's shape and dtype;

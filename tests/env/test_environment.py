@@ -99,6 +99,14 @@ def test_improvement_pays_the_gain_and_penalties_always_count():
     assert turn_reward(1.05, [1.0], "improvement", margin=0.02) == pytest.approx(0.05)
     assert turn_reward(0.01, [0.0, -1.0], "improvement", margin=0.02) == pytest.approx(0.01)  # no earlier pass
     assert turn_reward(1.015, [1.0], "absolute", margin=0.02) == 1.015
+    # gains are measured from the level paid, so small real gains add up, and neither regressing nor
+    # resubmitting beats improving (red team: against the best answer they did, under TRLOO)
+    climb = [1.0, 1.015, 1.03, 1.045, 1.06]
+    paid = [turn_reward(r, climb[:i], "improvement", margin=0.02) for i, r in enumerate(climb)]
+    assert sum(paid) == pytest.approx(1.06) and paid[1] == 0.0 and paid[2] == pytest.approx(0.03)
+    for path in ([1.0, 1.015, 1.04], [1.0, 0.9, 1.04], [1.0, 1.0, 1.04]):
+        assert sum(turn_reward(r, path[:i], "improvement", margin=0.02) for i, r in enumerate(path)) == \
+            pytest.approx(1.04)
 
 
 def test_absolute_turn_reward_is_dr_kernels():
