@@ -11,7 +11,8 @@
 # with the corpus stage and the other with the sft stage.
 # MODEL=qwen runs the sft/rl/eval stages with Qwen2.5-Coder-0.5B-Instruct (configs/sft_qwen_coder_h100.yaml;
 # its GGUF crosses as six parts in .carry/qwen, one per call (64 MiB): see docs/COLDSTART.md) instead of SmolLM2.
-# env: N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=4096 MODELS="base sft"
+# env: DATA (a merged corpus directory to train and evaluate on), SFT_SECONDS=420 (training per call; resumes)
+#      N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=4096 MODELS="base sft"
 #      (corpus answers: median 1,650 SmolLM2 tokens, 33 % over 2,048, max 5,454: 2,048 cut a third of them)
 #      MODEL=smollm2|qwen
 set -uo pipefail
@@ -62,7 +63,9 @@ fi
 if [[ ,$stage, == *,sft,* ]]; then
   $setup > "$out/setup.txt" 2>&1 || { cat "$out/setup.txt"; exit 3; }
   extra=$(cd runs && ls -d coldstart_* 2>/dev/null | grep -v -e '^coldstart_all$' -e '\.tgz$' | sed 's|^|runs/|')
-  if [[ -n $extra ]]; then  # one corpus from this machine's and the carried ones
+  if [[ -n ${DATA:-} ]]; then  # a corpus already merged (a carried runs/coldstart_all2, say)
+    data=$DATA
+  elif [[ -n $extra ]]; then  # one corpus from this machine's and the carried ones
     srcs=""; [[ -f runs/coldstart/corpus.json ]] && srcs="runs/coldstart"
     python3 -m kernelgym.cli data coldstart --merge $srcs $extra --out runs/coldstart_all > "$out/merge.log" 2>&1 || rc=1
     data=runs/coldstart_all
@@ -71,9 +74,17 @@ if [[ ,$stage, == *,sft,* ]]; then
   fi
   [[ -f $data/train.jsonl ]] || { echo "no corpus on this machine: run STAGE=corpus first or carry runs/coldstart_*.tgz"; exit 3; }
   start=$SECONDS
+  # SFT_SECONDS of training per call (a call lasts at most 10 minutes): exit 3 leaves a checkpoint,
+  # and the same stage in the next call resumes from it (--resume_from_checkpoint auto)
   python3 -m accelerate.commands.launch --config_file configs/accelerate/single_gpu.yaml train/sft.py \
     --config "$sft_config" --data "$data/train.jsonl" --output_dir "$sft_dir" \
-    ${SFT_ARGS:-} > "$out/sft.log" 2>&1 || rc=1
+    --max_seconds "${SFT_SECONDS:-420}" --resume_from_checkpoint auto --save_total_limit 1 \
+    ${SFT_ARGS:-} > "$out/sft.log" 2>&1
+  case $? in
+    0) echo "sft done" >> "$out/sft.log" ;;
+    3) echo "sft stopped by its time budget with a checkpoint: run STAGE=sft again" | tee -a "$out/sft.log"; rc=3 ;;
+    *) rc=1 ;;
+  esac
   echo "sft wall seconds: $((SECONDS - start))" >> "$out/sft.log"
   grep -E "'loss'|train_runtime" "$out/sft.log" | tail -60 > "$out/sft_loss.txt"
 fi
@@ -97,7 +108,7 @@ if [[ ,$stage, == *,eval,* ]]; then
     model="gguf:${QWEN_GGUF:-${SMOLLM2_GGUF:-}}"; [[ $name == sft ]] && model=$sft_dir
     [[ $name == rl ]] && model=runs/grpo_coldstart
     start=$SECONDS
-    tasks=runs/coldstart_all/tasks; [[ -d $tasks ]] || tasks=runs/coldstart/tasks
+    tasks=${DATA:-runs/coldstart_all}/tasks; [[ -d $tasks ]] || tasks=runs/coldstart/tasks
     python3 -m kernelgym.cli eval --model "$model" --tasks "gen:$tasks:heldout" --limit "${LIMIT:-200}" \
       --samples "${SAMPLES:-1}" --max-new-tokens "${MAX_NEW:-4096}" --gen-batch "${GEN_BATCH:-128}" --reps 10 \
       --no-compile-baseline --no-audit --no-progress --out "runs/eval_$name" > "$out/eval_$name.log" 2>&1 || rc=1

@@ -38,12 +38,17 @@ class SFTDataArguments:
     max_examples: int = field(default=0, metadata={"help": "train on the first N examples only (0: all)"})
     split: str = field(default="train", metadata={"help": "rows with a `split` column: keep this split only (held-out "
                                                   "tasks never reach SFT); empty keeps every row"})
+    max_seconds: float = field(default=0.0, metadata={"help": "stop after this many seconds of training with a "
+                                                       "checkpoint, exit code 3; run again with "
+                                                       "`--resume_from_checkpoint auto` to go on (0: no limit)"})
 
     def __post_init__(self) -> None:
         if not self.data:
             raise ValueError("data is not set: the sft file (or directory) written by `kernelgym data export`")
         if self.max_examples < 0:
             raise ValueError(f"max_examples must be >= 0, not {self.max_examples}")
+        if self.max_seconds < 0:
+            raise ValueError(f"max_seconds must be >= 0, not {self.max_seconds}")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> tuple[SFTDataArguments, Any, Any]:
@@ -102,15 +107,44 @@ def build_trainer(data_args: SFTDataArguments, args: Any, model_args: Any) -> An
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
-    """Train, save to `output_dir`, and return the training metrics."""
+    """Train, save to `output_dir`, and return the training metrics. A run stopped by `max_seconds`
+    leaves a checkpoint instead of a model and returns `incomplete: 1.0`; a diverged run raises
+    `TrainingDiverged` and saves nothing."""
+    from train.callbacks import StopOnNonFinite, TimeBudget, TrainingDiverged, resolve_resume
+
     data_args, args, model_args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    resume = resolve_resume(args.resume_from_checkpoint, args.output_dir)
     trainer = build_trainer(data_args, args, model_args)
-    metrics = trainer.train(resume_from_checkpoint=args.resume_from_checkpoint).metrics
+    guard = StopOnNonFinite()
+    trainer.add_callback(guard)
+    budget = TimeBudget(data_args.max_seconds) if data_args.max_seconds else None
+    if budget is not None:
+        trainer.add_callback(budget)
+    if resume:
+        log.info("resuming from %s", resume)
+    metrics = trainer.train(resume_from_checkpoint=resume).metrics
+    if guard.diverged:
+        raise TrainingDiverged(f"training diverged at {guard.diverged}; nothing saved. Lower the learning rate "
+                               "or train float32 weights under bf16 autocast (dtype: float32, bf16: true)")
+    if budget is not None and budget.state.stopped_early:
+        log.info("time budget of %.0f s reached at step %d of %d: checkpoint in %s; run the same command with "
+                 "--resume_from_checkpoint auto to go on", data_args.max_seconds, budget.state.step,
+                 budget.state.max_steps, args.output_dir)
+        return {**metrics, "incomplete": 1.0}
     trainer.save_model(args.output_dir)
     log.info("model saved to %s", args.output_dir)
     return metrics
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        result = main()
+    except Exception as e:  # a diverged run or a bad argument: one line, not a traceback
+        from train.callbacks import TrainingDiverged
+
+        if not isinstance(e, (TrainingDiverged, ValueError)):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    raise SystemExit(3 if result.get("incomplete") else 0)

@@ -1,5 +1,6 @@
 """Cold-start SFT: exported rows train the tiny model for two steps on CPU through TRL's SFTTrainer."""
 
+import json
 import math
 
 import pytest
@@ -54,3 +55,59 @@ def test_sft_refuses_missing_or_empty_data(tmp_path):
     write_table([], tmp_path / "sft", "jsonl")
     with pytest.raises(ValueError, match="no examples"):
         load_sft_dataset(SFTDataArguments(data=str(tmp_path)))
+
+
+def test_sft_time_budget_stops_with_a_checkpoint_and_resumes(tmp_path, monkeypatch):
+    """A run over its `max_seconds` stops at a step with a checkpoint and no model; the same command with
+    `--resume_from_checkpoint auto` finishes from there."""
+    import itertools
+
+    import train.callbacks
+    from train.sft import main
+
+    _export(tmp_path)
+    ticks = itertools.count(0, 100)  # every look at the clock is 100 s later
+    monkeypatch.setattr(train.callbacks, "_now", lambda: next(ticks))
+    run = tmp_path / "run"
+    args = ["--config", CONFIG, "--data", str(tmp_path), "--output_dir", str(run)]
+    first = main([*args, "--max_seconds", "50"])
+    assert first["incomplete"] == 1.0
+    assert (run / "checkpoint-1").is_dir() and not (run / "config.json").exists()
+    second = main([*args, "--resume_from_checkpoint", "auto"])
+    assert "incomplete" not in second and (run / "config.json").is_file()
+    state = json.loads((run / "checkpoint-1" / "trainer_state.json").read_text())
+    assert state["global_step"] == 1 and second["train_loss"] > 0
+
+
+def test_sft_stops_and_saves_nothing_when_training_diverges(tmp_path):
+    from train.callbacks import TrainingDiverged
+    from train.sft import main
+
+    _export(tmp_path)
+    run = tmp_path / "run"
+    with pytest.raises(TrainingDiverged, match="diverged at step"):
+        main(["--config", CONFIG, "--data", str(tmp_path), "--output_dir", str(run), "--max_steps", "4",
+              "--learning_rate", "1e38", "--max_grad_norm", "0"])
+    assert not (run / "config.json").exists()
+
+
+def test_non_finite_guard_and_resume_resolution(tmp_path):
+    from transformers import TrainerControl, TrainerState
+
+    from train.callbacks import StopOnNonFinite, resolve_resume
+
+    guard, state, control = StopOnNonFinite(), TrainerState(global_step=7), TrainerControl()
+    guard.on_log(None, state, control, logs={"loss": 0.5, "grad_norm": 1.0, "learning_rate": 1e-5})
+    assert guard.diverged is None and not control.should_training_stop
+    guard.on_log(None, state, control, logs={"loss": 0.3, "grad_norm": float("nan")})
+    assert control.should_training_stop and guard.diverged == "step 7: grad_norm=nan"
+    control.should_save = True
+    guard.on_step_end(None, state, control)
+    assert control.should_save is False
+
+    assert resolve_resume("auto", tmp_path / "absent") is None and resolve_resume(None, tmp_path) is None
+    (tmp_path / "checkpoint-3").mkdir()
+    (tmp_path / "checkpoint-12").mkdir()
+    assert resolve_resume("auto", tmp_path).endswith("checkpoint-12")
+    with pytest.raises(ValueError, match="not a checkpoint directory"):
+        resolve_resume(str(tmp_path / "nope"), tmp_path)

@@ -1,0 +1,112 @@
+"""Trainer callbacks for runs on lent machines: stop on a wall-clock budget with a checkpoint to resume
+from, and stop at once when training diverges.
+
+A device call lasts at most ten minutes and a full fine-tuning epoch can take longer, so a run has to
+end cleanly before the call does and carry on in the next call from where it stopped (`TimeBudget` +
+`resume_from_checkpoint: auto`). A run whose gradients went non-finite has destroyed its weights at
+the next optimizer step; every further step is wasted device time and its checkpoint is worthless, so
+`StopOnNonFinite` ends it and says so (the first Qwen2.5-Coder SFT on the H100 ran 80 steps of NaN).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+_now = time.monotonic  # the budget's clock (tests replace it)
+
+# `resume_from_checkpoint` values that mean "the newest checkpoint in output_dir, if there is one"
+AUTO_RESUME = ("auto", "last", "true")
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss or the gradient norm became NaN or infinite."""
+
+
+@dataclass
+class BudgetState:
+    """What `TimeBudget` decided, for the caller to report."""
+
+    stopped_early: bool = False
+    step: int = 0
+    max_steps: int = 0
+
+
+class TimeBudget(TrainerCallback):
+    """Stop after `max_seconds` of training (the clock starts at `on_train_begin`), saving a checkpoint
+    at the step where it stops, so that a later run with `resume_from_checkpoint: auto` goes on with
+    the same optimizer, scheduler and data order."""
+
+    def __init__(self, max_seconds: float, clock: Callable[[], float] | None = None) -> None:
+        if max_seconds <= 0:
+            raise ValueError(f"max_seconds must be > 0, not {max_seconds}")
+        self.max_seconds = max_seconds
+        self.clock = clock or (lambda: _now())
+        self.start: float | None = None
+        self.state = BudgetState()
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.start = self.clock()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        if self.start is None or self.clock() - self.start < self.max_seconds:
+            return control
+        if state.global_step < state.max_steps:
+            control.should_save = True
+            self.state = BudgetState(stopped_early=True, step=state.global_step, max_steps=state.max_steps)
+        control.should_training_stop = True
+        return control
+
+
+class StopOnNonFinite(TrainerCallback):
+    """End training at the first logged loss or gradient norm that is NaN or infinite, before the
+    wasted steps and a checkpoint of broken weights. `diverged` holds the step and the values."""
+
+    KEYS = ("loss", "grad_norm")
+
+    def __init__(self) -> None:
+        self.diverged: str | None = None
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
+               **kwargs: Any) -> Any:
+        bad = {k: logs[k] for k in self.KEYS if logs and k in logs and not _finite(logs[k])}
+        if bad and self.diverged is None:
+            self.diverged = f"step {state.global_step}: " + ", ".join(f"{k}={v}" for k, v in bad.items())
+            control.should_training_stop = True
+            control.should_save = False
+        return control
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        if self.diverged is not None:  # never let another callback save the broken weights
+            control.should_save = False
+        return control
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return True  # not a number: nothing to judge
+
+
+def resolve_resume(value: str | bool | None, output_dir: str | Path) -> str | None:
+    """`resume_from_checkpoint` as the trainer needs it: `auto` (also `last`, `true`) becomes the newest
+    `checkpoint-N` in `output_dir`, or None for a first run, so the same command starts and resumes."""
+    if value is None or value is False or value == "":
+        return None
+    if value is True or (isinstance(value, str) and value.lower() in AUTO_RESUME):
+        from transformers.trainer_utils import get_last_checkpoint
+
+        out = Path(output_dir)
+        return get_last_checkpoint(str(out)) if out.is_dir() else None
+    path = Path(value)
+    if not path.is_dir():
+        raise ValueError(f"resume_from_checkpoint {value} is not a checkpoint directory "
+                         f"(or use 'auto' for the newest in {output_dir})")
+    return str(path)
