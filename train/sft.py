@@ -38,6 +38,9 @@ class SFTDataArguments:
     max_examples: int = field(default=0, metadata={"help": "train on the first N examples only (0: all)"})
     split: str = field(default="train", metadata={"help": "rows with a `split` column: keep this split only (held-out "
                                                   "tasks never reach SFT); empty keeps every row"})
+    max_nonfinite_skips: int = field(default=3, metadata={"help": "skip an optimizer step whose gradients are NaN "
+                                                          "or infinite (zeroed); more than this many in a row "
+                                                          "ends the run as diverged"})
     max_seconds: float = field(default=0.0, metadata={"help": "stop after this many seconds of training with a "
                                                        "checkpoint, exit code 3; run again with "
                                                        "`--resume_from_checkpoint auto` to go on (0: no limit)"})
@@ -110,13 +113,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Train, save to `output_dir`, and return the training metrics. A run stopped by `max_seconds`
     leaves a checkpoint instead of a model and returns `incomplete: 1.0`; a diverged run raises
     `TrainingDiverged` and saves nothing."""
-    from train.callbacks import StopOnNonFinite, TimeBudget, TrainingDiverged, resolve_resume
+    from train.callbacks import NonFiniteGuard, TimeBudget, TrainingDiverged, resolve_resume
 
     data_args, args, model_args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     resume = resolve_resume(args.resume_from_checkpoint, args.output_dir)
     trainer = build_trainer(data_args, args, model_args)
-    guard = StopOnNonFinite()
+    guard = NonFiniteGuard(data_args.max_nonfinite_skips)
     trainer.add_callback(guard)
     budget = TimeBudget(data_args.max_seconds) if data_args.max_seconds else None
     if budget is not None:
@@ -124,9 +127,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     if resume:
         log.info("resuming from %s", resume)
     metrics = trainer.train(resume_from_checkpoint=resume).metrics
+    if guard.skipped:
+        log.warning("skipped %d optimizer step(s) with non-finite gradients: %s", len(guard.skipped), guard.skipped)
+        metrics = {**metrics, "skipped_steps": float(len(guard.skipped))}
     if guard.diverged:
-        raise TrainingDiverged(f"training diverged at {guard.diverged}; nothing saved. Lower the learning rate "
-                               "or train float32 weights under bf16 autocast (dtype: float32, bf16: true)")
+        raise TrainingDiverged(f"training diverged at {guard.diverged}; nothing saved. Lower the learning rate, "
+                               "or look for broken rows in the data")
     if budget is not None and budget.state.stopped_early:
         log.info("time budget of %.0f s reached at step %d of %d: checkpoint in %s; run the same command with "
                  "--resume_from_checkpoint auto to go on", data_args.max_seconds, budget.state.step,

@@ -86,24 +86,43 @@ def test_sft_stops_and_saves_nothing_when_training_diverges(tmp_path):
     _export(tmp_path)
     run = tmp_path / "run"
     with pytest.raises(TrainingDiverged, match="diverged at step"):
-        main(["--config", CONFIG, "--data", str(tmp_path), "--output_dir", str(run), "--max_steps", "4",
+        main(["--config", CONFIG, "--data", str(tmp_path), "--output_dir", str(run), "--max_steps", "8",
               "--learning_rate", "1e38", "--max_grad_norm", "0"])
     assert not (run / "config.json").exists()
 
 
-def test_non_finite_guard_and_resume_resolution(tmp_path):
+def test_non_finite_guard_skips_a_bad_step_and_stops_a_run_of_them(tmp_path):
+    import torch
     from transformers import TrainerControl, TrainerState
 
-    from train.callbacks import StopOnNonFinite, resolve_resume
+    from train.callbacks import NonFiniteGuard, resolve_resume
 
-    guard, state, control = StopOnNonFinite(), TrainerState(global_step=7), TrainerControl()
-    guard.on_log(None, state, control, logs={"loss": 0.5, "grad_norm": 1.0, "learning_rate": 1e-5})
-    assert guard.diverged is None and not control.should_training_stop
-    guard.on_log(None, state, control, logs={"loss": 0.3, "grad_norm": float("nan")})
-    assert control.should_training_stop and guard.diverged == "step 7: grad_norm=nan"
+    model = torch.nn.Linear(3, 2)
+    guard, state, control = NonFiniteGuard(max_skips=1), TrainerState(global_step=7), TrainerControl()
+
+    def step(grad_value: float) -> None:
+        for p in model.parameters():
+            p.grad = torch.full_like(p, grad_value)
+        guard.on_pre_optimizer_step(None, state, control, model=model)
+
+    step(0.5)
+    assert guard.skipped == [] and model.weight.grad.eq(0.5).all()
+    step(float("nan"))  # one bad batch: its gradients are zeroed, training goes on
+    assert guard.skipped == [7] and model.weight.grad.eq(0).all() and model.bias.grad.eq(0).all()
+    assert not control.should_training_stop and guard.diverged is None
+    step(1.0)  # a good step resets the count
+    state.global_step = 9
+    step(float("inf"))
+    step(float("nan"))  # two in a row with max_skips=1: diverged
+    assert guard.skipped == [7, 9, 9] and control.should_training_stop
+    assert guard.diverged == "step 9: 2 optimizer steps in a row with non-finite gradients"
     control.should_save = True
     guard.on_step_end(None, state, control)
     assert control.should_save is False
+
+    logged = NonFiniteGuard()
+    logged.on_log(None, state, control := TrainerControl(), logs={"loss": float("nan")})
+    assert control.should_training_stop and logged.diverged == "step 9: loss=nan"
 
     assert resolve_resume("auto", tmp_path / "absent") is None and resolve_resume(None, tmp_path) is None
     (tmp_path / "checkpoint-3").mkdir()
