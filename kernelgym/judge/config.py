@@ -22,6 +22,9 @@ class JudgeConfig:
     device: str = field(default="auto", metadata={"help": "cpu, cuda, cuda:N or auto (cuda when available)"})
     size: str = field(default="auto", metadata={"help": "full, small or auto (full on cuda, small on cpu)"})
     num_trials: int = field(default=5, metadata={"help": "correctness trials, each with fresh secret-seeded inputs"})
+    stop_at_first_failure: bool = field(default=True, metadata={
+        "help": "end correctness at the first trial whose output fails (its verdict is decided; later trials, "
+                "the probe and the variant are neither drawn nor run). An answer that passes runs every trial"})
     distributions: tuple[str, ...] = field(
         default=INPUT_DISTRIBUTIONS, metadata={"help": "input distributions, cycled over trials"}
     )

@@ -13,7 +13,6 @@ import secrets
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,8 @@ from kernelgym.judge.compare import as_list, compare_outputs
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.extract import AnswerError, decode_answer, extract_code
-from kernelgym.judge.inputs import base_distribution, digest, fresh_seed, swap_probe
+from kernelgym.judge.inputs import base_distribution, fresh_seed
+from kernelgym.judge.protocol import PROFILE_KERNELS_DONE
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
 from kernelgym.judge.runtime_checks import (
@@ -42,12 +42,9 @@ from kernelgym.judge.runtime_checks import (
 )
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.timing import GpuHold, gpu_lock
+from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
 from kernelgym.judge.versions import software_versions
-from kernelgym.tasks.task import Task, TaskError, inputs_only_source
-from kernelgym.tasks.variants import candidate_variants
-
-# Hidden variants tried per evaluation until one the reference can run (RH-15, RH-16).
-VARIANT_ATTEMPTS = 4
+from kernelgym.tasks.task import Task, inputs_only_source
 
 
 class _PhaseClock:
@@ -75,27 +72,6 @@ class _PhaseClock:
             yield hold
 
 
-@dataclass
-class _Trial:
-    index: int
-    seed: int
-    distribution: str
-    grad: bool
-    inputs: list[Any]  # emptied once the trial is planned: only timing sets keep theirs (GPU memory)
-    expected: Any
-    inputs_digest: str = ""
-    probe_seed: int | None = None  # set on the probe: trial 0's inputs with a few values swapped
-    probe_of: "_Trial | None" = None
-    integrity: bool = False  # the child sends inputs back and output copies with memory marked
-    variant: "Reference | None" = None  # a hidden variant's reference (RH-15, RH-16)
-
-    @property
-    def label(self) -> str:
-        if self.variant is not None:
-            return f"{self.distribution}+variant"
-        return f"{self.distribution}+probe" if self.probe_of is not None else self.distribution
-
-
 def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) -> EvalResult:
     """Judge one answer. Never raises for a bad answer (its status says what happened);
     raises `TaskError` when the task itself is unusable and `ValueError` for a bad config."""
@@ -110,7 +86,7 @@ def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) ->
     if parsed is not None:
         code, report = parsed
         rng = random.Random(config.seed if config.seed is not None else fresh_seed())
-        with clock("reference_setup"), gpu_lock(device, exclusive=False):
+        with clock("reference_setup"):  # the model is built on the host; only its move to the GPU holds a share
             reference = Reference(task, size, device, init_seed=rng.getrandbits(62))
         with tempfile.TemporaryDirectory(prefix="kernelgym-") as scratch:
             _evaluate(Path(scratch), code, report, reference, rng, config, result, clock)
@@ -208,10 +184,11 @@ def _inputs_source(reference: Reference) -> dict[str, Any]:
 
 def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Reference, rng: random.Random,
          config: JudgeConfig, result: EvalResult, clock: _PhaseClock) -> None:
+    plan = TrialPlan(reference, rng, config, result.device)
     with clock("compile"):
         child.send(load_message(reference, code_path, result.device))
-        with clock("reference"), gpu_lock(result.device, exclusive=False):  # no kernel of ours beside a measurement
-            trials = _plan_trials(reference, rng, config, result.device)
+        with clock("reference"):  # trial 0 is drawn while the child imports the answer
+            first = plan.next()
         reply = child.receive()
         if "error" not in reply:
             result.cheats.extend(load_verdicts(reply))
@@ -226,106 +203,35 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
     with clock("correctness"):
         # Under partial replacement a torch op may produce the output: provenance checks aliasing only.
         check_kernels = not torch_ops_allowed(reference.task, config)
-        if not _correctness(child, trials, report, config, result, clock, check_kernels):
+        if not _correctness(child, plan, first, report, config, result, clock, check_kernels):
             return None
     if result.device == "cpu":
         result.timing_note = "not measured: timing and profiling need a GPU (this run used the CPU interpreter)"
         return None
-    _time_and_profile(child, trials, report, reference, rng, config, result, clock)
+    _time_and_profile(child, len(plan.drawn), report, reference, rng, config, result, clock)
     return None
 
 
-def _plan_trials(reference: Reference, rng: random.Random, config: JudgeConfig, device: str) -> list[_Trial]:
-    """Secret seeds, cycled distributions, grad alternating off/on, then the cache probe, then a
-    hidden variant when the task has one the reference can run. Integrity trials (inputs sent
-    back, output provenance): all on the CPU, one secret trial on a GPU, where the copies cost
-    transfers of the output's size; the answer cannot tell which, its calls are all alike."""
-    trials = [_draw_trial(reference, rng, config, i, grad=(i % 2 == 1)) for i in range(config.num_trials)]
-    first, probe_seed = trials[0], rng.getrandbits(62)
-    probe_inputs = swap_probe(first.inputs, probe_seed)
-    trials.append(_Trial(len(trials), first.seed, first.distribution, grad=first.grad, inputs=probe_inputs,
-                         expected=reference.expected(probe_inputs), inputs_digest=digest(probe_inputs),
-                         probe_seed=probe_seed, probe_of=first))
-    variant = _plan_variant(reference, rng, config, len(trials))
-    if variant is not None:
-        trials.append(variant)
-    checked = rng.randrange(config.num_trials)
-    for t in trials:
-        t.inputs = []
-        t.integrity = device == "cpu" or t.index == checked
-    return trials
-
-
-def _plan_variant(reference: Reference, rng: random.Random, config: JudgeConfig, index: int) -> _Trial | None:
-    """One trial of a hidden variant (constants changed by secret amounts, `tasks.variants`), with
-    its own reference model built under a fresh init seed; variants the reference cannot run
-    are skipped."""
-    for overrides in candidate_variants(reference.task, reference.size, rng, VARIANT_ATTEMPTS):
-        try:
-            ref = Reference(reference.task, reference.size, reference.device, init_seed=rng.getrandbits(62),
-                            overrides=overrides)
-            trial = _draw_trial(ref, rng, config, index, grad=False)
-        except TaskError:
-            continue
-        trial.variant = ref
-        return trial
-    return None
-
-
-def _draw_trial(reference: Reference, rng: random.Random, config: JudgeConfig, index: int, grad: bool) -> _Trial:
-    """One input set from a fresh secret seed (`Reference.draw`: values of both signs, then folded,
-    then the task's own inputs, whichever first gives a finite reference)."""
-    dist = config.distributions[index % len(config.distributions)]
-    dist, seed, inputs, expected = reference.draw(dist, lambda: rng.getrandbits(62))
-    return _Trial(index, seed, dist, grad=grad, inputs=inputs, expected=expected, inputs_digest=digest(inputs))
-
-
-def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, config: JudgeConfig,
+def _correctness(child: CandidateProcess, plan: TrialPlan, first: Trial | None, report: Any, config: JudgeConfig,
                  result: EvalResult, clock: _PhaseClock, check_kernels: bool) -> bool:
-    """Run every trial; fill `result`. True when all passed and no run-time rule fired."""
+    """Run the plan's trials; fill `result`. True when all passed and no run-time rule fired.
+    With `config.stop_at_first_failure`, the first trial whose output fails ends the run: the
+    verdict is decided (wrong output, or a cheat if a rule already fired), later trials could only
+    add to it. An answer that passes runs every trial."""
     launches_by_grad: dict[bool, dict[str, int]] = {False: {}, True: {}}
-    for t in trials:
-        if t.variant is not None:
-            reply = child.request(build_message(t.variant, variant=True))
-            if "error" in reply or reply.get("hooked"):
-                return _trial_failed(result, t, reply)
-        poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
-        # The seed is revealed only now; the child regenerates the inputs (no bulk transfer) and
-        # proves it by their digest. Expected outputs stay here.
-        with clock.locked(result.device, exclusive=False) as hold, clock("trial_runs"):
-            reply = child.request({"op": "trial", "index": t.index, "seed": t.seed, "distribution": t.distribution,
-                                   "grad": t.grad, "poison_bytes": poison, "probe_seed": t.probe_seed,
-                                   "probe_of": t.probe_of.index if t.probe_of is not None else None,
-                                   "integrity": t.integrity, "variant": t.variant is not None},
-                                  yield_to=hold)
-        if "error" in reply:
-            return _trial_failed(result, t, reply)
-        result.cheats.extend(check_trial_reply(reply, t.index, t.inputs_digest))
-        if check_kernels:
-            result.cheats.extend(torch_ops_verdicts(reply, t.index))
-        for name, n in reply.get("launches", {}).items():
-            launches_by_grad[t.grad][name] = launches_by_grad[t.grad].get(name, 0) + n
-        if "outputs" not in reply:  # hooked, tampered or a proxy output: the verdicts above say which
-            result.trials.append(TrialResult(t.index, t.label, t.grad, False, message="no plain output to compare"))
-            continue
-        outputs = reply["outputs"]
-        actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
-        with clock.locked(result.device, exclusive=False), clock("compare"):
-            if t.integrity:
-                result.cheats.extend(provenance_verdicts(outputs, reply.get("marked"), t.index, check_kernels))
-            wide = base_distribution(t.distribution) == "wide"
-            cmp = compare_outputs(t.expected, actual, config, scaled=wide,
-                                  layout=reply.get("layout"))
-            if cmp.passed:
-                result.cheats.extend(constant_output_verdict(t.expected, actual, t.index))
-            if t.probe_of is not None and not cmp.passed and compare_outputs(t.probe_of.expected, actual, config,
-                                                                                  scaled=wide).passed:
-                result.cheats.append(CheatVerdict(
-                    "RH-11", f"trial {t.index} re-ran trial {t.probe_of.index}'s inputs with a few values swapped and "
-                    "got trial 0's output back: the answer returns a cached result", "runtime"))
-        result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error,
-                                         cmp.max_rel_error, cmp.mismatched, cmp.total, cmp.message))
-    grads_run = {t.grad for t in trials}
+    t, stopped = first, False
+    while t is not None:
+        passed = _run_trial(child, t, check_kernels, config, result, clock, launches_by_grad)
+        if passed is None:
+            return False  # an error or a hooked harness: `_trial_failed` set the verdict
+        if t.index != 0:
+            t.expected = None  # compared: only trial 0's output is needed again (by the probe)
+        if not passed and config.stop_at_first_failure:
+            stopped = plan.may_have_more()
+            break
+        with clock("reference"):
+            t = plan.next()
+    grads_run = {d.grad for d in plan.drawn}  # every trial drawn has run: the next is drawn after
     result.cheats.extend(launch_verdicts(launches_by_grad, grads_run, report.kernels))
     result.kernels_launched = sorted({k for d in launches_by_grad.values() for k in d})
     if result.cheats:
@@ -334,35 +240,86 @@ def _correctness(child: CandidateProcess, trials: list[_Trial], report: Any, con
         return False
     failed = [t for t in result.trials if not t.passed]
     if failed:
+        later = "; later trials not run" if stopped else ""
         _finish(result, Status.WRONG_OUTPUT,
-                f"wrong output in {len(failed)} of {len(result.trials)} trials; first: trial {failed[0].index} "
+                f"wrong output in {len(failed)} of {len(result.trials)} trials{later}; first: trial {failed[0].index} "
                 f"({failed[0].distribution} inputs): {failed[0].message}")
         return False
     result.correct = True
     return True
 
 
-def _trial_failed(result: EvalResult, t: _Trial, reply: dict[str, Any]) -> bool:
+def _run_trial(child: CandidateProcess, t: Trial, check_kernels: bool, config: JudgeConfig, result: EvalResult,
+               clock: _PhaseClock, launches_by_grad: dict[bool, dict[str, int]]) -> bool | None:
+    """One trial in the child, its output compared here; appends its `TrialResult`. True: the
+    output passed; False: it did not; None: the trial errored or found the harness hooked (the
+    verdict is set). Cheat verdicts it finds go to `result.cheats` either way."""
+    if t.variant is not None:
+        reply = child.request(build_message(t.variant, variant=True))
+        if "error" in reply or reply.get("hooked"):
+            _trial_failed(result, t, reply)
+            return None
+    poison = sum(e.numel() * e.element_size() for e in as_list(t.expected) if hasattr(e, "numel"))
+    # The seed is revealed only now; the child regenerates the inputs (no bulk transfer) and
+    # proves it by their digest. Expected outputs stay here.
+    with clock.locked(result.device, exclusive=False) as hold, clock("trial_runs"):
+        reply = child.request({"op": "trial", "index": t.index, "seed": t.seed, "distribution": t.distribution,
+                               "grad": t.grad, "poison_bytes": poison, "probe_seed": t.probe_seed,
+                               "probe_of": t.probe_of.index if t.probe_of is not None else None,
+                               "integrity": t.integrity, "variant": t.variant is not None},
+                              yield_to=hold)
+    if "error" in reply:
+        _trial_failed(result, t, reply)
+        return None
+    result.cheats.extend(check_trial_reply(reply, t.index, t.inputs_digest))
+    if check_kernels:
+        result.cheats.extend(torch_ops_verdicts(reply, t.index))
+    for name, n in reply.get("launches", {}).items():
+        launches_by_grad[t.grad][name] = launches_by_grad[t.grad].get(name, 0) + n
+    if "outputs" not in reply:  # hooked, tampered or a proxy output: the verdicts above say which
+        result.trials.append(TrialResult(t.index, t.label, t.grad, False, message="no plain output to compare"))
+        return False
+    outputs = reply["outputs"]
+    actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
+    with clock.locked(result.device, exclusive=False), clock("compare"):  # comparisons run kernels
+        if t.integrity:
+            result.cheats.extend(provenance_verdicts(outputs, reply.get("marked"), t.index, check_kernels))
+        wide = base_distribution(t.distribution) == "wide"
+        cmp = compare_outputs(t.expected, actual, config, scaled=wide, layout=reply.get("layout"))
+        if cmp.passed:
+            result.cheats.extend(constant_output_verdict(t.expected, actual, t.index))
+        if t.probe_of is not None and not cmp.passed and compare_outputs(t.probe_of.expected, actual, config,
+                                                                              scaled=wide).passed:
+            result.cheats.append(CheatVerdict(
+                "RH-11", f"trial {t.index} re-ran trial {t.probe_of.index}'s inputs with a few values swapped and "
+                "got trial 0's output back: the answer returns a cached result", "runtime"))
+    result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error,
+                                     cmp.max_rel_error, cmp.mismatched, cmp.total, cmp.message))
+    return cmp.passed
+
+
+def _trial_failed(result: EvalResult, t: Trial, reply: dict[str, Any]) -> None:
     """A trial (or the variant's build) that errored or found the harness hooked: its verdict."""
     if "error" not in reply:
         result.cheats.extend(hook_verdicts(reply, f"trial {t.index}"))
         _finish(result, Status.CHEAT, f"rejected by threat rule RH-20: {result.cheats[-1].reason}")
-        return False
+        return
     result.trials.append(TrialResult(t.index, t.label, t.grad, False, message=_first_line(reply["error"])))
     _finish(result, Status(reply["kind"]), f"trial {t.index}: {_first_line(reply['error'])}",
             error=reply["error"], fault=reply.get("fault", ""))
-    return False
 
 
-def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any, reference: Reference,
+def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, reference: Reference,
                       rng: random.Random, config: JudgeConfig, result: EvalResult, clock: _PhaseClock) -> None:
     from kernelgym.judge.result import RuntimeStats
 
     with clock("timing"):
         # Fresh seeds: a result cached during the correctness trials can never be replayed here.
+        # Each draw holds the GPU's shared side for itself (`draw_trial`), the child's copy of the
+        # sets for its request: a queued measurement waits for one of them, not for all.
+        sets = [draw_trial(reference, rng, config, trials_drawn + i, grad=False)
+                for i in range(config.timing_input_sets)]
         with clock.locked(result.device, exclusive=False) as hold:
-            sets = [_draw_trial(reference, rng, config, len(trials) + i, grad=False)
-                    for i in range(config.timing_input_sets)]
             prep = child.request({"op": "timing_inputs", "sets": [(t.seed, t.distribution) for t in sets]},
                                  yield_to=hold)
         if "error" in prep:
@@ -373,6 +330,8 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
                                               "(input generation was tampered with)", "runtime"))
         # The measurement and the profile share one exclusive hold: every hold first drains the
         # GPU of its readers (other answers' trials), which cost more than a short measurement.
+        # The hold ends when the profiled calls have run (the child's notice), not after the
+        # profiler's teardown and the reading of its records, which need no GPU.
         prof: dict[str, Any] = {"error": "not profiled"}
         with clock.locked(result.device, exclusive=True):
             with clock("measure"):
@@ -380,7 +339,10 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
                                        "flush_bytes": config.l2_flush_bytes, "budget_s": config.timing_budget_s})
             if config.profile and "error" not in reply:
                 with clock("profile"):
-                    prof = child.request({"op": "profile", "reps": PROFILE_REPS})
+                    prof = child.request({"op": "profile", "reps": PROFILE_REPS, "notify": True})
+        if prof.get("op") == PROFILE_KERNELS_DONE:
+            with clock("profile"):
+                prof = child.receive()
     if "error" in reply:
         return _finish(result, Status(reply["kind"]), f"during timing: {_first_line(reply['error'])}",
                        error=reply["error"], fault=reply.get("fault", ""))
@@ -399,7 +361,8 @@ def _time_and_profile(child: CandidateProcess, trials: list[_Trial], report: Any
             result.cheats.extend(check_timed_outputs(outputs, sets, config))
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
-        if "error" not in prof:
+        result.cheats.extend(hook_verdicts(prof, "profile"))
+        if "kernels" in prof:
             result.profile = profile_summary(prof["kernels"], report.kernels)
             result.cheats.extend(profile_verdicts(result.profile, PROFILE_REPS, result.runtime, config,
                                                   share_rule=not torch_ops_allowed(reference.task, config)))

@@ -16,10 +16,13 @@ def _is_harness_spin(name: str) -> bool:
     return "spin_kernel" in name and "::" in name
 
 
-def profile_kernels(fn: Callable[..., Any], input_sets: list[list[Any]], reps: int) -> list[dict[str, Any]]:
+def profile_kernels(fn: Callable[..., Any], input_sets: list[list[Any]], reps: int,
+                    after_kernels: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """Device time per kernel name over `reps` calls: [{name, device_us, calls}], largest first.
 
     Inputs are cloned before the profiler starts, so copy kernels of the harness never enter the table.
+    `after_kernels()` runs once the profiled calls have finished on the GPU, before the profiler
+    stops and its records are read (host work that needs the GPU to itself no longer).
     """
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -37,6 +40,8 @@ def profile_kernels(fn: Callable[..., Any], input_sets: list[list[Any]], reps: i
                 _gpu_sleep(_LAUNCH_SLACK_CYCLES)
                 fn(*a)
             torch.cuda.synchronize()
+            if after_kernels is not None:
+                after_kernels()
     table: dict[str, dict[str, Any]] = {}
     for evt in prof.events():
         if evt.device_type != DeviceType.CUDA or _is_harness_spin(evt.name):

@@ -25,6 +25,9 @@ from typing import Any
 import torch
 
 _HEADER = struct.Struct("<Q")
+# The child's notice, sent before its `profile` reply, that the profiled calls have finished on the
+# GPU: the parent frees the GPU's exclusive side on it (the profiler's teardown is host work).
+PROFILE_KERNELS_DONE = "profile_kernels_done"
 
 
 class ChannelClosed(EOFError):

@@ -68,7 +68,10 @@ class Reference:
             with SEEDED_RNG_LOCK:
                 torch.manual_seed(init_seed)
                 self.model = self.module.Model(*self.init_inputs)
-            self.model = self.model.to(device)
+            # Built on the host without the GPU's shared side (module exec, weight init: seconds of
+            # CPU under load, which held every queued measurement up); only the move runs on the GPU.
+            with gpu_lock(device, exclusive=False):
+                self.model = self.model.to(device)
         except Exception as e:
             raise TaskError(f"task {task.task_id}: building Model failed: {type(e).__name__}: {e}") from None
 
