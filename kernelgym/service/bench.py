@@ -62,6 +62,20 @@ class ModeReport:
         xs = sorted(self.latencies_s)
         return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else 0.0
 
+    def phase_medians(self) -> dict[str, dict[str, float]]:
+        """Per answer kind, the median seconds of each judge phase and of the trials run: where an
+        evaluation's time goes under load (`gpu_wait`: queued behind measurements), kind by kind."""
+        by_kind: dict[str, list[dict[str, Any]]] = {}
+        for d in self.details:
+            by_kind.setdefault(d["kind"], []).append(d)
+        out: dict[str, dict[str, float]] = {}
+        for kind, rows in by_kind.items():
+            phases = sorted({p for r in rows for p in r.get("phase_seconds") or {}})
+            med = {p: statistics.median((r.get("phase_seconds") or {}).get(p, 0.0) for r in rows) for p in phases}
+            med["trials"] = statistics.median(r.get("trials", 0) for r in rows)
+            out[kind] = med
+        return out
+
 
 @dataclass
 class RepeatRow:
@@ -86,7 +100,8 @@ class ServiceBenchReport:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for m, md in zip(self.modes, d["modes"]):
-            md.update(evals_per_min=m.evals_per_min, p50_latency_s=m.percentile(0.5), p95_latency_s=m.percentile(0.95))
+            md.update(evals_per_min=m.evals_per_min, p50_latency_s=m.percentile(0.5), p95_latency_s=m.percentile(0.95),
+                      phase_medians=m.phase_medians())
         for r, rd in zip(self.repeats, d["repeats"]):
             rd["cv"] = r.cv
         return d
@@ -99,7 +114,7 @@ class ServiceBenchReport:
                       f"{m.percentile(0.95):.1f}", "-" if m.busy_share is None else f"{m.busy_share:.0%}",
                       "-" if m.held_share is None else f"{m.held_share:.0%}", _f(m.kernel_busy_share, ".0%"),
                       "-" if m.crash_cost_s is None else f"{m.crash_cost_s:.2f}", str(len(m.unexpected)))
-        out = [t]
+        out = [t, self._phase_table(self.modes[0])] if self.modes and self.modes[0].details else [t]
         if len(self.modes) == 2 and self.modes[1].evals_per_min > 0:
             t.caption = f"service / baseline throughput: {self.modes[0].evals_per_min / self.modes[1].evals_per_min:.1f}x"
         if self.repeats:
@@ -114,6 +129,16 @@ class ServiceBenchReport:
                           _f(ratio, ".2f"))
             out.append(r)
         return out
+
+
+    @staticmethod
+    def _phase_table(mode: ModeReport) -> Table:
+        medians = mode.phase_medians()
+        kinds = sorted(medians)
+        t = Table("phase", *kinds, title=f"{mode.mode.split()[0]}: median seconds per phase, by answer kind")
+        for phase in sorted({p for m in medians.values() for p in m} - {"trials"}) + ["trials"]:
+            t.add_row(phase, *(_f(medians[k].get(phase), ".3g" if phase != "trials" else ".0f") for k in kinds))
+        return t
 
 
 def run_service_bench(n: int, config: JudgeConfig, jobs: int = 8, warm: int | None = None, baseline: bool = True,
@@ -216,7 +241,8 @@ def _mode_report(mode: str, items: list[MixItem], results: list[EvalResult | Non
             unexpected.append(f"{it.kind} {it.task_id}: {status} ({r.message[:120] if r else ''})")
         if it.kind == "crash" and r is not None:
             crash_costs.append(r.wall_seconds)
-        details.append({"kind": it.kind, "task_id": it.task_id, "status": status,
+        details.append({"kind": it.kind, "task_id": it.task_id, "status": status, "trials": len(r.trials) if r else 0,
+                        "profiled": r is not None and r.profile is not None,
                         "wall_seconds": r.wall_seconds if r else None, "phase_seconds": r.phase_seconds if r else {}})
     return ModeReport(mode=mode, n=len(items), wall_s=wall, statuses=statuses, latencies_s=latencies,
                       unexpected=unexpected, crash_cost_s=statistics.median(crash_costs) if crash_costs else None,

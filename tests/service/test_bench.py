@@ -35,3 +35,21 @@ def test_shared_holds_count_only_towards_the_held_share(tmp_path):
     log.write_text("10 12 x\n11 15 s\n20 21 s\n")
     assert _busy_share(log, 10.0, 30.0) == 2 / 20  # measurements only
     assert _busy_share(log, 10.0, 30.0, ("x", "s")) == (5 + 1) / 20
+
+
+def test_phase_medians_are_per_kind_with_trials_run():
+    from kernelgym.service.bench import ModeReport, ServiceBenchReport
+
+    details = [
+        {"kind": "correct", "trials": 7, "phase_seconds": {"correctness": 1.0, "gpu_wait": 0.2}},
+        {"kind": "correct", "trials": 7, "phase_seconds": {"correctness": 3.0, "gpu_wait": 0.4}},
+        {"kind": "correct", "trials": 7, "phase_seconds": {"correctness": 2.0}},  # never waited: counts as 0
+        {"kind": "wrong_output", "trials": 1, "phase_seconds": {"correctness": 0.5}},
+    ]
+    mode = ModeReport("service", 4, 10.0, {}, [1.0] * 4, [], None, None, details=details)
+    med = mode.phase_medians()
+    assert med["correct"] == {"correctness": 2.0, "gpu_wait": 0.2, "trials": 7}
+    assert med["wrong_output"] == {"correctness": 0.5, "trials": 1}
+    report = ServiceBenchReport("cpu", "", [mode], [])
+    assert report.to_dict()["modes"][0]["phase_medians"] == med
+    assert len(report.tables()) == 2  # the throughput table and the phase table
