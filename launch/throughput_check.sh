@@ -11,9 +11,12 @@
 #   after     both mixes with this working tree
 #   before    both mixes with BEFORE_REF (default 0cdfcec)
 #   baseline  n=${BASELINE_N:-6} with the spawn baseline in the same run (this working tree)
-# Each stage is cut at its own limit (STAGE_LIMIT_S, default 240 s per bench run); all of it takes
-# ~8-9 minutes on an H100, so on a 10-minute device call split it, e.g. `sanity after baseline`
-# then `before`.
+# Stages run in the order sanity, after, before, baseline. Each bench run is cut at STAGE_LIMIT_S
+# (default 240 s) and at what is left of TOTAL_LIMIT_S (default 540 s: a 10-minute device call
+# with room for start-up); a run with under 60 s left is skipped and says so in stages.txt, and
+# summary.txt is rewritten after every run, so a cut call still leaves the runs it finished.
+# Expected on an H100: ~8-9 minutes for all of it, so the baseline run may be left for a second
+# call (`bash launch/throughput_check.sh baseline`).
 #
 # Where the "before" code comes from, first that works:
 #   1. BEFORE_DIR, a checkout of it you made yourself;
@@ -31,6 +34,7 @@ out="${OUT:-throughput_check_out}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
 stages=("$@"); [[ ${#stages[@]} -eq 0 ]] && stages=(all)
 want() { local s; for s in "${stages[@]}"; do [[ $s == "$1" || $s == all ]] && return 0; done; return 1; }
 limit="${STAGE_LIMIT_S:-240}"
+total="${TOTAL_LIMIT_S:-540}"
 before_ref="${BEFORE_REF:-0cdfcec}"
 corpus="${CORPUS:-runs/coldstart_all2}"
 mix_flags=(--device cuda --no-baseline --repeats 0 --no-compile-baseline --timeout 30)
@@ -49,16 +53,62 @@ else
   echo "no $corpus (or $corpus.tgz): the training-mix runs are skipped" | tee -a "$out/notes.txt"
 fi
 
+# One table of every report here: throughput, latency, GPU shares, crash cost, verdicts, and the
+# median seconds per phase of correct / wrong / crashing answers (the reports' own details).
+summarize() {
+python - "$out" <<'EOF' | tee "$out/summary.txt"
+import json, statistics, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+def pct(x):
+    return "-" if x is None else f"{x:.0%}"
+def num(x, spec=".2f"):
+    return "-" if x is None else format(x, spec)
+print(f"{'run':34} {'mode':9} {'n':>3} {'wall s':>7} {'evals/min':>9} {'p50 s':>6} {'p95 s':>6} {'kernel-busy':>11} "
+      f"{'held':>5} {'timing':>6} {'crash s':>7} {'unexpected':>10} {'ok unprofiled':>13}")
+phases = {}
+for path in sorted(p for p in out.glob("*.json") if p.name != "summary.json"):
+    report = json.loads(path.read_text())
+    for m in report.get("modes", []):
+        details = m.get("details") or []
+        unprofiled = sum(1 for d in details if d.get("status") == "ok" and d.get("profiled") is False)
+        print(f"{path.stem:34} {m['mode'].split()[0]:9} {m['n']:>3} {m['wall_s']:>7.1f} {m['evals_per_min']:>9.1f} "
+              f"{m['p50_latency_s']:>6.1f} {m['p95_latency_s']:>6.1f} {pct(m.get('kernel_busy_share')):>11} "
+              f"{pct(m.get('held_share')):>5} {pct(m.get('busy_share')):>6} {num(m.get('crash_cost_s')):>7} "
+              f"{len(m['unexpected']):>10} {unprofiled:>13}")
+        if m["mode"] == "service":
+            for kind in ("correct", "wrong_output", "crash"):
+                rows = [d for d in details if d["kind"] == kind]
+                if rows:
+                    keys = sorted({k for d in rows for k in d.get("phase_seconds") or {}})
+                    med = {k: statistics.median((d.get("phase_seconds") or {}).get(k, 0.0) for d in rows) for k in keys}
+                    med["wall"] = statistics.median(d["wall_seconds"] or 0.0 for d in rows)
+                    if all("trials" in d for d in rows):
+                        med["trials"] = statistics.median(d["trials"] for d in rows)
+                    phases[f"{path.stem} {kind}"] = med
+print("\nmedian seconds per phase (service mode)")
+for name, med in phases.items():
+    print(f"  {name:40} " + ", ".join(f"{k} {v:.3g}" for k, v in med.items()))
+(out / "summary.json").write_text(json.dumps(phases, indent=1))
+EOF
+}
+
 # bench NAME DIR ARGS...: one `kernelgym bench service` run with the code in DIR.
 bench() {
   local name=$1 dir=$2; shift 2
-  local t0=$SECONDS
-  (cd "$dir" && PYTHONPATH="$dir" timeout "$limit" python -m kernelgym.cli bench service "$@" \
-    --json-out "$out/$name.json") > "$out/$name.log" 2>&1
+  local t0=$SECONDS left=$((total - SECONDS))
+  if (( left < 60 )); then
+    echo "$name: skipped, ${left} s left of TOTAL_LIMIT_S=$total" | tee -a "$out/stages.txt"
+    return
+  fi
+  (cd "$dir" && PYTHONPATH="$dir" timeout -k 10 "$(( left < limit ? left : limit ))" \
+    python -m kernelgym.cli bench service "$@" --json-out "$out/$name.json") > "$out/$name.log" 2>&1
   local code=$?
   echo "$name: exit $code after $((SECONDS - t0)) s" | tee -a "$out/stages.txt"
   tail -n 30 "$out/$name.log"
   [[ $code -eq 0 ]] || rc=1
+  summarize > /dev/null
 }
 
 # mixes NAME DIR: the default mix and, when the corpus is here, the training mix.
@@ -88,16 +138,12 @@ before_dir() {
 }
 
 if want sanity; then
-  timeout "$limit" python -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_gpu_judge.py \
+  timeout -k 10 "$limit" python -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_gpu_judge.py \
     -k "ok_answer_is_timed_and_profiled or torch_compute_hidden_from_static_rules" > "$out/sanity.log" 2>&1 || rc=1
   tail -n 5 "$out/sanity.log"
 fi
 if want after; then
   mixes after "$root"
-fi
-if want baseline; then
-  bench "after_baseline_n${BASELINE_N:-6}" "$root" --device cuda --repeats 0 --no-compile-baseline --timeout 30 \
-    --n "${BASELINE_N:-6}"
 fi
 if want before; then
   if dir=$(before_dir); then
@@ -109,42 +155,9 @@ if want before; then
   fi
 fi
 
-# One table of every report here: throughput, latency, GPU shares, crash cost, verdicts, and the
-# median seconds per phase of correct / wrong / crashing answers (the reports' own details).
-python - "$out" <<'EOF' | tee "$out/summary.txt"
-import json, statistics, sys
-from pathlib import Path
-
-out = Path(sys.argv[1])
-def pct(x):
-    return "-" if x is None else f"{x:.0%}"
-def num(x, spec=".2f"):
-    return "-" if x is None else format(x, spec)
-print(f"{'run':34} {'mode':9} {'n':>3} {'wall s':>7} {'evals/min':>9} {'p50 s':>6} {'p95 s':>6} {'kernel-busy':>11} "
-      f"{'held':>5} {'timing':>6} {'crash s':>7} {'unexpected':>10} {'ok unprofiled':>13}")
-phases = {}
-for path in sorted(out.glob("*.json")):
-    report = json.loads(path.read_text())
-    for m in report["modes"]:
-        details = m.get("details") or []
-        unprofiled = sum(1 for d in details if d.get("status") == "ok" and d.get("profiled") is False)
-        print(f"{path.stem:34} {m['mode'].split()[0]:9} {m['n']:>3} {m['wall_s']:>7.1f} {m['evals_per_min']:>9.1f} "
-              f"{m['p50_latency_s']:>6.1f} {m['p95_latency_s']:>6.1f} {pct(m.get('kernel_busy_share')):>11} "
-              f"{pct(m.get('held_share')):>5} {pct(m.get('busy_share')):>6} {num(m.get('crash_cost_s')):>7} "
-              f"{len(m['unexpected']):>10} {unprofiled:>13}")
-        if m["mode"] == "service":
-            for kind in ("correct", "wrong_output", "crash"):
-                rows = [d for d in details if d["kind"] == kind]
-                if rows:
-                    keys = sorted({k for d in rows for k in d.get("phase_seconds") or {}})
-                    med = {k: statistics.median((d.get("phase_seconds") or {}).get(k, 0.0) for d in rows) for k in keys}
-                    med["wall"] = statistics.median(d["wall_seconds"] or 0.0 for d in rows)
-                    if all("trials" in d for d in rows):
-                        med["trials"] = statistics.median(d["trials"] for d in rows)
-                    phases[f"{path.stem} {kind}"] = med
-print("\nmedian seconds per phase (service mode)")
-for name, med in phases.items():
-    print(f"  {name:40} " + ", ".join(f"{k} {v:.3g}" for k, v in med.items()))
-(out / "summary.json").write_text(json.dumps(phases, indent=1))
-EOF
+if want baseline; then
+  bench "after_baseline_n${BASELINE_N:-6}" "$root" --device cuda --repeats 0 --no-compile-baseline --timeout 30 \
+    --n "${BASELINE_N:-6}"
+fi
+summarize
 exit $rc
