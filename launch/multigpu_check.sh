@@ -31,6 +31,7 @@
 #   RAY_PORT (6379), PORT (8123) of the services; WORK (/tmp/kgmc): scratch, deleted at the start.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+t_start=$SECONDS  # the budget counts from here: installing the wheels is part of the call
 # Never NVLink multicast on these hosts (KINDS.md): inherited by every process started below, Ray's too.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The VM's MemTotal starts small and grows as memory is used: Ray's memory monitor would kill actors early.
@@ -80,42 +81,45 @@ jobs="${JOBS:-8}" warm_s="${WARM_S:-15}" ray_port="${RAY_PORT:-6379}" port="${PO
 unset JOBS PORT  # likewise read by serve_env.sh
 budget="${BUDGET_S:-540}"
 if [[ $mode == gpu ]]; then
-  n_dev=$(nvidia-smi -L | grep -c '^GPU'); per="${PER_GPU:-40}"; per_nodes="${NODES_PER_GPU:-10}"
+  n_dev=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); per="${PER_GPU:-40}"; per_nodes="${NODES_PER_GPU:-10}"
+  ((n_dev)) || { echo "nvidia-smi lists no GPU (DEVICES=cpu runs the stages on CPU workers)" >&2; exit 2; }
 else
   n_dev="${NCPU:-2}"; per="${PER_GPU:-2}"; per_nodes="${NODES_PER_GPU:-2}"
   export TRITON_INTERPRET=1  # CPU judging runs Triton in its interpreter (the Ray actors inherit it)
 fi
 
-# --- what the image lacks: stashed or installed before any stage runs ---------------------------------
+# --- what the image lacks: installed, or stashed, before any stage runs ------------------------------
+ray_site=/tmp/kernelgym_ray_site ray_missing=0 use_site=0
+if want ray || want nodes || want train; then  # Ray and the service's packages; a dev venv has them
+  if ! "$PYTHON" -c "import ray, fastapi, uvicorn, pydantic" 2>/dev/null; then
+    if [[ ! -f $ray_site/.kernelgym_wheels && -d .whl/ray ]]; then
+      "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$ray_site" \
+        .whl/ray/*.whl || exit 1
+      touch "$ray_site/.kernelgym_wheels"
+    fi
+    use_site=1
+    [[ -f $ray_site/.kernelgym_wheels ]] || { echo "carry .whl/ray next (made here by: bash launch/multigpu_check.sh prepare)"; ray_missing=1; }
+  fi
+fi
 source launch/smollm2_env.sh
 model="${MODEL:-auto}"
+want train || model="-"
 if [[ $model == auto ]]; then
   model=tiny
   if [[ -f $stash/$gguf ]] || compgen -G ".carry/smollm2/$gguf.part*" >/dev/null; then model=smollm2; fi
 fi
-if want train; then
+if want train; then  # _carry_gguf and _train_wheels print what to carry next and return 3
   if [[ $model == smollm2 ]]; then
     _carry_gguf "$gguf" .carry/smollm2 2 || exit $?
     export KERNELGYM_SMOLLM2_GGUF="$stash/$gguf"
   fi
   if ! "$PYTHON" -c "import trl, datasets" 2>/dev/null; then _train_wheels || exit $?; fi
 fi
-ray_site=/tmp/kernelgym_ray_site
-if want ray || want nodes || want train; then
-  if ! "$PYTHON" -c "import ray, fastapi, uvicorn, pydantic" 2>/dev/null; then
-    if [[ ! -f $ray_site/.kernelgym_wheels ]]; then
-      [[ -d .whl/ray ]] || { echo "carry .whl/ray next (made here by: bash launch/multigpu_check.sh prepare)"; exit 3; }
-      "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$ray_site" \
-        .whl/ray/*.whl || exit 1
-      touch "$ray_site/.kernelgym_wheels"
-    fi
-    export PYTHONPATH="$ray_site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PATH="$ray_site/bin:$PATH"
-  fi
-fi
+((ray_missing)) && exit 3
+((use_site)) && export PYTHONPATH="$ray_site${PYTHONPATH:+:$PYTHONPATH}" PATH="$ray_site/bin:$PATH"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 # --- helpers ----------------------------------------------------------------------------------------
-t_start=$SECONDS
 cap_for() {  # CAP: CAP seconds, or what is left of the budget (keeping 20 s for the summary); 0: skip
   local left=$((budget - (SECONDS - t_start) - 20))
   if ((left < 30)); then echo 0; elif ((left < $1)); then echo "$left"; else echo "$1"; fi
@@ -166,6 +170,8 @@ serve_devices=$([[ $mode == gpu ]] && echo gpu || echo "$n_dev")
 min_gpus=$([[ $mode == gpu ]] && echo "$n_dev" || echo 0)
 head_env="NUM_GPUS=0$([[ $mode == cpu ]] && echo " NUM_CPUS=0")"  # the head holds no actor
 
+ray_down stale  # what an interrupted earlier run with this WORK left behind
+
 # --- the Python pieces (written out so that each stage's log says what ran) ---------------------------
 cat > "$work/py/http_bench.py" <<'PY'
 """Judge `kernelgym bench service`'s mixed batch through a running `kernelgym serve` over HTTP; with
@@ -179,13 +185,21 @@ p = argparse.ArgumentParser()
 p.add_argument("--url"); p.add_argument("--n", type=int); p.add_argument("--actors", type=int)
 p.add_argument("--kill", action="store_true")
 p.add_argument("--warm", type=float, default=15.0); p.add_argument("--timeout", type=float, default=30.0)
-p.add_argument("--json")
+p.add_argument("--json"); p.add_argument("--pid", type=int, help="the service's process: stop waiting if it exits")
 a = p.parse_args()
 
 
-def parent(pid):
+def stat(pid):  # (state, parent pid) from /proc/PID/stat
     with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
+        fields = f.read().rsplit(")", 1)[1].split()
+    return fields[0], int(fields[1])
+
+
+def running(pid):
+    try:
+        return stat(pid)[0] != "Z"
+    except OSError:
+        return False
 
 
 client = KernelGymClient(a.url, token=os.environ.get("KERNELGYM_TOKEN"), timeout=60)
@@ -197,6 +211,8 @@ while True:  # the service answers and every actor is ready
             break
     except Exception:
         pass
+    if a.pid and not running(a.pid):
+        raise SystemExit("the service exited before its actors were ready: see its log")
     if time.time() - t_up > 240:
         raise SystemExit(f"the service at {a.url} had no {a.actors} ready actors after 240 s")
     time.sleep(1)
@@ -209,13 +225,14 @@ reqs = [{"task_id": it.task_id, "answer": it.answer,
 t0 = time.time()
 ids = client.submit(reqs).ids
 killed = None
-if a.kill:  # once an answer is done and every actor has work (at least as many in flight as actors)
+if a.kill:  # once an answer is done and every actor has work in flight: whichever is killed loses some
     while True:
         done = sum(r.final for r in client.wait(ids, timeout=0))
-        in_flight = client.health()["in_flight"]
-        if done == len(ids) or (done >= 1 and in_flight >= a.actors):
+        health = client.health()
+        in_flight, workers = health["in_flight"], health["backend"]["workers"]
+        if done == len(ids) or (done >= 1 and len(workers) >= a.actors and all(w["in_flight"] for w in workers)):
             break
-        time.sleep(0.2)
+        time.sleep(0.1)
     mark = f"MULTIGPU_CHECK_RUN={os.environ['MULTIGPU_CHECK_RUN']}".encode()
     actors = []
     for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
@@ -228,7 +245,7 @@ if a.kill:  # once an answer is done and every actor has work (at least as many 
             continue
         if ours and title.startswith(b"ray::EvaluatorActor"):
             actors.append(pid)
-    actors = [pid for pid in actors if parent(pid) not in actors]  # not a process an actor forked
+    actors = [pid for pid in actors if stat(pid)[1] not in actors]  # not a process an actor forked
     if actors and done < len(ids):
         os.kill(min(actors), signal.SIGKILL)
         killed = {"pid": min(actors), "at_s": round(time.time() - t0, 1), "done_then": done,
@@ -329,9 +346,10 @@ stage_ray() {  # head + one worker per GPU on 127.0.0.1; the bench over HTTP wit
     MIN_GPUS="$min_gpus" WAIT_S=60 RAY_ADDRESS="127.0.0.1:$ray_port" bash launch/ray_head.sh serve \
     >"$work/logs/ray_serve.log" 2>&1 &
   serve_pid=$!
-  note "ray: cluster up, serving"
+  note "ray: cluster up, the service starting"
   capped "$cap" "$work/logs/ray_bench.log" env MULTIGPU_CHECK_RUN="$rt" "$PYTHON" "$work/py/http_bench.py" \
-    --url "http://127.0.0.1:$port" --n $((per * n_dev)) --actors "$n_dev" --warm "$warm_s" --kill --json "$work/ray.json"
+    --url "http://127.0.0.1:$port" --n $((per * n_dev)) --actors "$n_dev" --warm "$warm_s" --kill --pid "$serve_pid" \
+    --json "$work/ray.json"
   echo $? > "$work/ray.rc"
   note "ray: batch done, stopping"
   stop_group "$serve_pid"; ray_down ray
@@ -340,7 +358,7 @@ stage_ray() {  # head + one worker per GPU on 127.0.0.1; the bench over HTTP wit
 stage_nodes() {  # two "nodes" (worker groups with disjoint GPUs) joining the head over the network interface
   local cap ip token half serve_pid; cap=$(cap_for 150); ((cap)) || { skip nodes; return; }
   ((n_dev >= 2)) || { note "nodes: needs 2 devices"; echo "one device" > "$work/nodes.skipped"; return; }
-  ip=$(hostname -I | awk '{print $1}'); token=$("$PYTHON" -c "import secrets; print(secrets.token_hex(16))")
+  ip=$(hostname -I | awk '{print $1}'); ip="${ip:-127.0.0.1}"; token=$("$PYTHON" -c "import secrets; print(secrets.token_hex(16))")
   half=$((n_dev / 2))
   note "nodes: head on $ip, groups of $half and $((n_dev - half)) devices, n=$((per_nodes * n_dev)) (cap ${cap}s)"
   local log="$work/logs/nodes_cluster.log" ray_env=(RAY_TMPDIR="$rt" MULTIGPU_CHECK_RUN="$rt" KERNELGYM_CACHE_DIR="$work/cache_nodes")
@@ -356,7 +374,7 @@ stage_nodes() {  # two "nodes" (worker groups with disjoint GPUs) joining the he
   serve_pid=$!
   capped "$cap" "$work/logs/nodes_bench.log" env MULTIGPU_CHECK_RUN="$rt" KERNELGYM_TOKEN="$token" "$PYTHON" \
     "$work/py/http_bench.py" --url "http://$ip:$port" --n $((per_nodes * n_dev)) --actors "$n_dev" \
-    --warm 5 --json "$work/nodes.json"
+    --warm 5 --pid "$serve_pid" --json "$work/nodes.json"
   echo $? > "$work/nodes.rc"
   note "nodes: batch done, stopping"
   stop_group "$serve_pid"; ray_down nodes
@@ -393,7 +411,7 @@ for _ in range(120):
 sys.exit("the judging service did not come up in 120 s")
 PY
   if [[ $model == smollm2 ]]; then args=(--config configs/smollm2_h100.yaml)
-  elif [[ $mode == gpu ]]; then args=(--config configs/tiny_cpu.yaml --use_cpu false --bf16 true)
+  elif [[ $mode == gpu ]]; then args=(--config configs/tiny_cpu.yaml --use_cpu false --bf16 true --judge_device cuda)
   else args=(--config configs/tiny_cpu.yaml); fi
   # Two rollouts per process and one prompt's group over every process: each group straddles the ranks.
   args+=(--judge_url "http://127.0.0.1:$port" --max_steps "$steps" --per_device_train_batch_size 2
