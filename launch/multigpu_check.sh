@@ -146,11 +146,13 @@ ray_down() {  # NAME: keep the Ray session's logs, then kill every process start
     grep -qzxF "MULTIGPU_CHECK_RUN=$rt" "$p/environ" 2>/dev/null && pids+=("${p#/proc/}")
   done
   # and their descendants: Ray's agents retitle themselves over their environment, so only their parent shows
-  local parents=" ${pids[*]} " child parent
+  local parents=" ${pids[*]} " child parent line
   for _ in 1 2 3; do
-    while read -r child parent; do
+    for p in /proc/[0-9]*; do  # /proc/PID/stat: "PID (name) STATE PPID ..." (no `ps` needed)
+      read -r line <"$p/stat" 2>/dev/null || continue
+      child=${p#/proc/}; line=${line##*) }; line=${line#* }; parent=${line%% *}
       [[ $parents == *" $parent "* && $parents != *" $child "* ]] && { pids+=("$child"); parents+="$child "; }
-    done < <(ps -eo pid=,ppid=)
+    done
   done
   ((${#pids[@]})) && kill -KILL "${pids[@]}" 2>/dev/null
   sleep 2
