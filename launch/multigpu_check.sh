@@ -322,7 +322,7 @@ note "machine: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
 
 stage_local() {  # one GPU, then all
   local g cap n visible
-  for g in 1 "$n_dev"; do
+  for g in $(printf '%s\n' 1 "$n_dev" | sort -un); do
     [[ $mode == cpu && $g != 1 ]] && continue  # one CPU worker either way: nothing to compare
     cap=$(cap_for 130); ((cap)) || { skip "local_$g"; continue; }
     n=$((per * g)); visible=$([[ $g == 1 ]] && echo 0 || seq -s, 0 $((n_dev - 1)))
