@@ -3,7 +3,8 @@
 #   corpus  the verified cold-start corpus, judged at the full size on the GPU (DEVICE=cpu: the
 #           interpreter on the box's CPU cores); comes back as $OUT/coldstart.tgz
 #   sft     full fine-tuning of SmolLM2-135M-Instruct on it (configs/sft_smollm2_h100.yaml; MODEL=qwen: the 0.5B coder)
-#   rl      multi-turn TRLOO from the SFT checkpoint on the train tasks (configs/grpo_coldstart_h100.yaml)
+#   rl      multi-turn TRLOO from the SFT checkpoint on the train tasks (configs/grpo_coldstart_h100.yaml;
+#           MODEL=qwen: configs/grpo_qwen_coder_h100.yaml), RL_SECONDS per call, resumed by the next call
 #   eval    `kernelgym eval` of the base model, the SFT and the RL checkpoint (MODELS) on the corpus's held-out
 #           task set (op chains SFT never saw), full size on the GPU
 # Files stay on a warm machine between calls (runs/ is git-ignored): run the stages in consecutive
@@ -11,7 +12,8 @@
 # with the corpus stage and the other with the sft stage.
 # MODEL=qwen runs the sft/rl/eval stages with Qwen2.5-Coder-0.5B-Instruct (configs/sft_qwen_coder_h100.yaml;
 # its GGUF crosses as six parts in .carry/qwen, one per call (64 MiB): see docs/COLDSTART.md) instead of SmolLM2.
-# env: DATA (a merged corpus directory to train and evaluate on), SFT_SECONDS=420 (training per call; resumes)
+# env: DATA (a merged corpus directory to train and evaluate on), SFT_SECONDS=380 (training per call, leaving
+#      ~150 s of the 10-minute call for start-up and the checkpoint; the next call resumes)
 #      N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=4096 MODELS="base sft"
 #      (corpus answers: median 1,650 SmolLM2 tokens, 33 % over 2,048, max 5,454: 2,048 cut a third of them)
 #      MODEL=smollm2|qwen
@@ -23,8 +25,10 @@ source launch/smollm2_env.sh
 stage="${STAGE:-corpus}"; seed="${SEED:-0}"
 # the policy: its carry set-up, SFT config and checkpoint directory
 case "${MODEL:-smollm2}" in
-  smollm2) setup=smollm2_setup; sft_config=configs/sft_smollm2_h100.yaml; sft_dir=runs/sft_smollm2 ;;
-  qwen) setup=qwen_setup; sft_config=configs/sft_qwen_coder_h100.yaml; sft_dir=runs/sft_qwen_coder ;;
+  smollm2) setup=smollm2_setup; sft_config=configs/sft_smollm2_h100.yaml; sft_dir=runs/sft_smollm2
+           rl_config=configs/grpo_coldstart_h100.yaml; rl_dir=runs/grpo_coldstart ;;
+  qwen) setup=qwen_setup; sft_config=configs/sft_qwen_coder_h100.yaml; sft_dir=runs/sft_qwen_coder
+        rl_config=configs/grpo_qwen_coder_h100.yaml; rl_dir=runs/grpo_qwen_coder ;;
   *) echo "MODEL must be smollm2 or qwen, not ${MODEL}"; exit 2 ;;
 esac
 rc=0
@@ -78,7 +82,7 @@ if [[ ,$stage, == *,sft,* ]]; then
   # and the same stage in the next call resumes from it (--resume_from_checkpoint auto)
   python3 -m accelerate.commands.launch --config_file configs/accelerate/single_gpu.yaml train/sft.py \
     --config "$sft_config" --data "$data/train.jsonl" --output_dir "$sft_dir" \
-    --max_seconds "${SFT_SECONDS:-420}" --resume_from_checkpoint auto --save_total_limit 1 \
+    --max_seconds "${SFT_SECONDS:-380}" --resume_from_checkpoint auto --save_total_limit 1 \
     ${SFT_ARGS:-} > "$out/sft.log" 2>&1
   case $? in
     0) echo "sft done" >> "$out/sft.log" ;;
@@ -93,10 +97,18 @@ if [[ ,$stage, == *,rl,* ]]; then
   $setup > "$out/setup.txt" 2>&1 || { cat "$out/setup.txt"; exit 3; }
   [[ -d $sft_dir ]] || { echo "no SFT checkpoint on this machine: run STAGE=sft first"; exit 3; }
   start=$SECONDS
+  # RL_SECONDS of training per call, like the sft stage: exit 3 leaves a checkpoint, the next call resumes
   python3 -m accelerate.commands.launch --config_file configs/accelerate/single_gpu.yaml train/grpo.py \
-    --config configs/grpo_coldstart_h100.yaml --model_name_or_path "$sft_dir" ${RL_ARGS:-} > "$out/rl.log" 2>&1 || rc=1
+    --config "$rl_config" --model_name_or_path "$sft_dir" --output_dir "$rl_dir" \
+    --tasks "gen:${DATA:-runs/coldstart}/tasks:train" --max_seconds "${RL_SECONDS:-380}" \
+    --resume_from_checkpoint auto --save_total_limit 1 ${RL_ARGS:-} > "$out/rl.log" 2>&1
+  case $? in
+    0) echo "rl done" >> "$out/rl.log" ;;
+    3) echo "rl stopped by its time budget with a checkpoint: run STAGE=rl again" | tee -a "$out/rl.log"; rc=3 ;;
+    *) rc=1 ;;
+  esac
   echo "rl wall seconds: $((SECONDS - start))" >> "$out/rl.log"
-  cp runs/grpo_coldstart/trainer_state.json "$out/rl.trainer_state.json" 2>/dev/null
+  cp "$rl_dir/trainer_state.json" "$out/rl.trainer_state.json" 2>/dev/null
   # the learning curve per step (reward, compiled, correct, fast_p, turns, verdicts, time split): PNG + CSV
   python3 -m train.plot_curve "$out/rl.trainer_state.json" --out "$out/rl_curve.png" --title "TRLOO from SFT" \
     >> "$out/rl.log" 2>&1 || rc=1
@@ -106,7 +118,7 @@ if [[ ,$stage, == *,eval,* ]]; then
   $setup > "$out/setup.txt" 2>&1 || { cat "$out/setup.txt"; exit 3; }
   for name in ${MODELS:-base sft}; do
     model="gguf:${QWEN_GGUF:-${SMOLLM2_GGUF:-}}"; [[ $name == sft ]] && model=$sft_dir
-    [[ $name == rl ]] && model=runs/grpo_coldstart
+    [[ $name == rl ]] && model=$rl_dir
     start=$SECONDS
     tasks=${DATA:-runs/coldstart_all}/tasks; [[ -d $tasks ]] || tasks=runs/coldstart/tasks
     python3 -m kernelgym.cli eval --model "$model" --tasks "gen:$tasks:heldout" --limit "${LIMIT:-200}" \

@@ -38,6 +38,9 @@ class KernelGymArguments:
     judge_workers: int = field(default=8, metadata={"help": "answers judged at once per process"})
     reward: str = field(default="drkernel", metadata={"help": "reward function, a key of rewards.REWARDS"})
     max_turns: int = field(default=3, metadata={"help": "answers per episode"})
+    max_seconds: float = field(default=0.0, metadata={"help": "stop after this many seconds of training with a "
+                                                       "checkpoint, exit code 3; run again with "
+                                                       "`--resume_from_checkpoint auto` to go on (0: no limit)"})
     stop_on: str = field(default="never", metadata={"help": "end an episode early: never, correct or speedup"})
     feedback_chars: int = field(default=4000, metadata={"help": "length budget of one feedback turn's text"})
     turn_reward: str = field(default="improvement", metadata={
@@ -65,6 +68,8 @@ class KernelGymArguments:
                                                          "rejects its trajectory (0: no veto)"})
 
     def __post_init__(self) -> None:
+        if self.max_seconds < 0:
+            raise ValueError(f"max_seconds must be >= 0, not {self.max_seconds}")
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(sorted(REWARDS))}, not {self.reward!r}")
         if self.advantage not in ADVANTAGE_MODES:

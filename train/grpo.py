@@ -26,6 +26,7 @@ from kernelgym.env.adapters.backend import EpisodeBackend
 from kernelgym.env.prompts import first_messages, load_templates
 from kernelgym.tasks.loaders import resolve_tasks
 from kernelgym.tasks.task import Task
+from train.callbacks import NonFiniteGuard, TimeBudget, TrainingDiverged, resolve_resume
 from train.config import KernelGymArguments, parse_args
 from train.generation import Generator
 
@@ -73,22 +74,42 @@ def build_trainer(kg: KernelGymArguments, args: GRPOConfig, model_args: ModelCon
                                 kg=kg, rollout=rollout)
 
 
-def resume_target(value: str | None) -> str | bool | None:
-    """`last` or `true` resumes from the newest checkpoint in output_dir; a path resumes from it."""
-    if value is None or value.lower() in ("", "none", "false"):
+def resume_target(value: str | None, output_dir: str | Path = ".") -> str | None:
+    """`auto`, `last` or `true`: the newest checkpoint in output_dir (None on a first run, so the same
+    command starts and resumes); a path resumes from it."""
+    if isinstance(value, str) and value.lower() in ("none", "false"):
         return None
-    return True if value.lower() in ("last", "true") else value
+    return resolve_resume(value, output_dir)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Train and save; 3 when `max_seconds` stopped it with a checkpoint to resume from."""
     kg, args, model_args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     trainer = build_trainer(kg, args, model_args)
-    trainer.train(resume_from_checkpoint=resume_target(args.resume_from_checkpoint))
-    trainer.save_model(args.output_dir)
+    guard = NonFiniteGuard()
+    trainer.add_callback(guard)
+    budget = TimeBudget(kg.max_seconds) if kg.max_seconds else None
+    if budget is not None:
+        trainer.add_callback(budget)
+    trainer.train(resume_from_checkpoint=resume_target(args.resume_from_checkpoint, args.output_dir))
     trainer.save_state()  # trainer_state.json: every logged step (rewards, masks, mismatch, time split)
+    if guard.diverged:
+        raise TrainingDiverged(f"training diverged at {guard.diverged}; model not saved")
+    if budget is not None and budget.state.stopped_early:
+        log.info("time budget of %.0f s reached at step %d of %d: checkpoint in %s; run again with "
+                 "--resume_from_checkpoint auto", kg.max_seconds, budget.state.step, budget.state.max_steps,
+                 args.output_dir)
+        return 3
+    trainer.save_model(args.output_dir)
     log.info("model saved to %s", args.output_dir)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        code = main()
+    except (TrainingDiverged, ValueError) as e:  # a diverged run or a bad argument: one line, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    raise SystemExit(code)

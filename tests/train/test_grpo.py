@@ -70,7 +70,7 @@ def test_checkpoints_and_resume(tmp_path):
     assert (tmp_path / "checkpoint-1").is_dir()
     assert any(tmp_path.rglob("events.out.tfevents.*")), "no TensorBoard events"
     resumed = _trainer(tmp_path, "--max_steps", "2", "--save_steps", "1")
-    resumed.train(resume_from_checkpoint=resume_target("last"))
+    resumed.train(resume_from_checkpoint=resume_target("last", tmp_path))
     assert resumed.state.global_step == 2 and (tmp_path / "checkpoint-2").is_dir()
 
 
@@ -83,4 +83,31 @@ def test_configuration_errors_name_the_field(tmp_path):
         parse_args(["--config", CONFIG, "--mismatch_geo_low", "1.5"])
     kg, args, model_args = parse_args(["--config", CONFIG, "--max_turns", "3", "--learning_rate", "1e-5"])
     assert kg.max_turns == 3 and args.learning_rate == 1e-5 and model_args.model_name_or_path == "kernelgym:tiny"
-    assert resume_target(None) is None and resume_target("last") is True and resume_target("ckpt") == "ckpt"
+    assert resume_target(None) is None and resume_target("false") is None
+    assert resume_target("auto", tmp_path) is None  # a first run: nothing to resume
+    (tmp_path / "checkpoint-4").mkdir()
+    assert resume_target("last", tmp_path) == str(tmp_path / "checkpoint-4")
+    assert resume_target(str(tmp_path / "checkpoint-4")) == str(tmp_path / "checkpoint-4")
+    with pytest.raises(ValueError, match="max_seconds"):
+        parse_args(["--config", CONFIG, "--max_seconds", "-1"])
+
+
+def test_main_stops_at_its_time_budget_and_the_same_command_resumes(tmp_path, monkeypatch):
+    """`--max_seconds` ends a run at a step with a checkpoint (exit code 3, no model); the same command
+    with `--resume_from_checkpoint auto` finishes it. The clock is replaced: 100 s pass per look."""
+    import itertools
+    import json
+
+    import train.callbacks
+    from train.grpo import main
+
+    pytest.importorskip("tensorboard")  # the tiny config reports to TensorBoard
+    ticks = itertools.count(0, 100)
+    monkeypatch.setattr(train.callbacks, "_now", lambda: next(ticks))
+    cmd = ["--config", CONFIG, "--output_dir", str(tmp_path), "--max_steps", "2", "--tasks", "relu",
+           "--resume_from_checkpoint", "auto"]
+    assert main([*cmd, "--max_seconds", "50"]) == 3
+    assert (tmp_path / "checkpoint-1").is_dir() and not (tmp_path / "model.safetensors").exists()
+    assert main(cmd) == 0
+    state = json.loads((tmp_path / "trainer_state.json").read_text())
+    assert state["global_step"] == 2 and (tmp_path / "model.safetensors").exists()
