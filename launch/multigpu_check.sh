@@ -26,8 +26,9 @@
 # A call that lacks something prints "carry ... next" and exits 3 before any stage runs.
 # Env: STAGE; DEVICES=gpu|cpu (cpu: CPU Ray workers and CPU judging, to test the script without a GPU;
 #   NCPU of them, default 2); PER_GPU (40; cpu 2) answers per GPU for local and ray, NODES_PER_GPU (10; cpu 2);
-#   JOBS (8) per worker; WARM_S (15): the ray stage's wait for the actors' warm pools; TRAIN_STEPS (3); MODEL=auto|tiny|smollm2 (auto: smollm2 once its GGUF was carried);
-#   BUDGET_S (540): stages that no longer fit are skipped;
+#   JOBS (8) per worker; WARM_S (15): the ray stage's wait for the actors' warm pools; TRAIN_STEPS (3);
+#   MODEL=auto|tiny|smollm2 (auto: smollm2 once its GGUF was carried); BUDGET_S (540): a stage that no
+#   longer fits is skipped (summary: "skipped": "budget"; run it in a second call with STAGE=...);
 #   RAY_PORT (6379), PORT (8123) of the services; WORK (/tmp/kgmc): scratch, deleted at the start.
 set -uo pipefail
 cd "$(dirname "$0")/.."
