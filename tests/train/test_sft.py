@@ -130,3 +130,23 @@ def test_non_finite_guard_skips_a_bad_step_and_stops_a_run_of_them(tmp_path):
     assert resolve_resume("auto", tmp_path).endswith("checkpoint-12")
     with pytest.raises(ValueError, match="not a checkpoint directory"):
         resolve_resume(str(tmp_path / "nope"), tmp_path)
+
+
+def test_loading_a_policy_turns_cudnn_attention_off():
+    import torch
+
+    from train.models import load_policy
+
+    class Args:
+        seed = 0
+
+    class ModelArgs:
+        model_name_or_path = "kernelgym:tiny"
+        dtype = None
+
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    try:
+        load_policy(ModelArgs(), Args())
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(True)
