@@ -313,6 +313,118 @@ if acc.is_main_process:
     print(json.dumps(report))
 PY
 
+cat > "$work/py/summary.py" <<'PY'
+"""The check's summary from what its stages left in WORK: summary.json and (stdout) summary.txt."""
+import ast, json, re, sys
+from pathlib import Path
+
+work, mode, n_dev, model, elapsed, out = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), Path(sys.argv[6])
+
+
+def load(name):
+    p = work / name
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def rc(name):
+    p = work / f"{name}.rc"
+    return int(p.read_text()) if p.exists() else None
+
+
+def skipped(name):
+    p = work / f"{name}.skipped"
+    return p.read_text().strip() if p.exists() else None
+
+
+stages, lines = {}, [f"multi-GPU check: {mode}, {n_dev} device(s), model {model}, {elapsed} s"]
+lines.append((work / "env.txt").read_text().strip() if (work / "env.txt").exists() else "")
+
+runs = {}
+for g in sorted({1, n_dev}):
+    r, m = load(f"local_{g}.json"), None
+    if r:
+        m = r["modes"][0]
+        runs[g] = {"devices": g, "n": m["n"], "wall_s": round(m["wall_s"], 1), "evals_per_min": round(m["evals_per_min"], 1),
+                   "warmup_s": m["warmup_s"] and round(m["warmup_s"], 1), "p50_s": round(m["p50_latency_s"], 1),
+                   "p95_s": round(m["p95_latency_s"], 1), "crash_cost_s": m["crash_cost_s"],
+                   "unexpected": m["unexpected"], "statuses": m["statuses"], "gpu": r.get("gpu_name")}
+    elif rc(f"local_{g}") is not None or skipped(f"local_{g}"):
+        runs[g] = {"devices": g, "rc": rc(f"local_{g}"), "skipped": skipped(f"local_{g}")}
+if runs:
+    one, all_ = runs.get(1, {}), runs.get(n_dev, {})
+    ratio = (all_["evals_per_min"] / one["evals_per_min"]) if n_dev > 1 and "evals_per_min" in one and "evals_per_min" in all_ else None
+    stages["local"] = {"runs": list(runs.values()), "ratio": ratio and round(ratio, 2),
+                       "of_linear": ratio and round(ratio / n_dev, 2),
+                       "ok": all("evals_per_min" in r and not r["unexpected"] for r in runs.values())}
+    for r in runs.values():
+        lines.append(f"local {r['devices']} device(s): " + (f"n={r['n']} {r['evals_per_min']}/min wall {r['wall_s']} s warm-up {r['warmup_s']} s "
+                     f"p50/p95 {r['p50_s']}/{r['p95_s']} s crash {r['crash_cost_s']} unexpected {len(r['unexpected'])}"
+                     if "evals_per_min" in r else f"no result (rc {r.get('rc')}, {r.get('skipped') or 'see logs/local_*.log'})"))
+    if ratio:
+        lines.append(f"local: {n_dev} devices / one = {ratio:.2f}x ({ratio / n_dev:.0%} of linear)")
+
+for name in ("ray", "nodes"):
+    r = load(f"{name}.json")
+    if r is None:
+        if rc(name) is not None or skipped(name):
+            stages[name] = {"ok": False if rc(name) else None, "rc": rc(name), "skipped": skipped(name)}
+            lines.append(f"{name}: no result (rc {rc(name)}, {skipped(name) or 'see logs/' + name + '_*.log'})")
+        continue
+    ok = r["lost"] == 0 and not r["unexpected"] and r["actors_alive_after"] == n_dev
+    if name == "ray":  # the kill hit an actor with work, whose jobs were judged again elsewhere
+        ok = ok and r["killed"] is not None and (r["restarts"] or 0) >= 1 and r["retried"] >= 1
+    else:  # both worker groups judged: by GPU index on GPUs, by distinct workers on CPU
+        half = n_dev // 2
+        served = {int(g) for w in r["per_worker"] for g in re.findall(r"gpu([\d,]+)", w) for g in g.split(",")}
+        groups = ([bool(served & set(range(half))), bool(served & set(range(half, n_dev)))] if mode == "gpu"
+                  else [len(r["per_worker"]) >= 2])
+        r["both_groups_judged"] = all(groups)
+        ok = ok and all(groups) and r["nodes"] == 3
+    r["ok"] = ok
+    stages[name] = r
+    lines.append(f"{name}: n={r['n']} {r['evals_per_min']}/min wall {r['wall_s']} s p50/p95 {r['p50_s']}/{r['p95_s']} s "
+                 f"lost {r['lost']} retried {r['retried']} unexpected {len(r['unexpected'])} restarts {r['restarts']} "
+                 f"nodes {r['nodes']} killed {r['killed']} per worker {r['per_worker']} -> {'ok' if ok else 'FAILED'}")
+if "local" in stages and "ray" in stages and stages["ray"].get("evals_per_min"):
+    base = next((x for x in stages["local"]["runs"] if x["devices"] == n_dev and "evals_per_min" in x), None)
+    if base:
+        stages["ray"]["vs_local"] = round(stages["ray"]["evals_per_min"] / base["evals_per_min"], 2)
+        lines.append(f"ray / local on {n_dev} devices: {stages['ray']['vs_local']}x (the ray run includes the kill)")
+
+keys = ("timing/step_s", "timing/rollout_s", "timing/generate_s", "timing/judge_s", "timing/update_s", "reward", "masked/total")
+train = {}
+for kind in ("ddp", "fsdp"):
+    st, log = work / f"train_{kind}" / "trainer_state.json", work / "logs" / f"train_{kind}.log"
+    if st.exists():
+        history = json.loads(st.read_text())["log_history"]
+    else:  # no state saved (the run failed at its end): the dicts the trainer printed per step
+        history = [dict(ast.literal_eval(m), step=i + 1) for i, m in enumerate(
+            re.findall(r"\{'loss'.*?\}", log.read_text(errors="replace") if log.exists() else ""))]
+    steps = [{"step": h["step"], **{k.split("/")[-1]: h.get(k) and float(h[k]) for k in keys}}
+             for h in history if "timing/step_s" in h]
+    adv = load(f"adv_{kind}.json")
+    if rc(f"train_{kind}") is None and not steps and adv is None and not skipped(f"train_{kind}"):
+        continue
+    train[kind] = {"rc": rc(f"train_{kind}"), "skipped": skipped(f"train_{kind}"), "steps": steps, "advantages": adv,
+                   "ok": rc(f"train_{kind}") == 0 and len(steps) > 0 and bool(adv and adv["ok"])}
+    lines.append(f"train {kind}: rc {rc(f'train_{kind}')}, {len(steps)} step(s) logged; advantages split over ranks: "
+                 + (f"max |diff| {adv['max_abs_diff']:.1e} on {adv['processes']} processes ({adv['distributed_type']}, "
+                    f"fsdp {adv['fsdp_version']}) -> {'ok' if adv['ok'] else 'FAILED'}" if adv else f"no result (rc {rc(f'adv_{kind}')})"))
+    for s in steps:
+        lines.append("  step {step}: step {step_s:.1f} s = rollout {rollout_s:.1f} (generate {generate_s:.1f}, judge {judge_s:.1f}) "
+                     "+ update {update_s:.1f}; reward {reward:.3f}".format(**{k: (v if v is not None else float("nan")) for k, v in s.items()}))
+if train or rc("train") is not None or skipped("train"):
+    stages["train"] = {"model": model, "runs": train, "rc": rc("train"), "skipped": skipped("train"),
+                       "ok": bool(train) and all(t["ok"] for t in train.values())}
+
+summary = {"mode": mode, "devices": n_dev, "elapsed_s": elapsed, "env": lines[1], "stages": stages,
+           "ok": bool(stages) and all(s.get("ok") for s in stages.values())}
+(out / "summary.json").write_text(json.dumps(summary, indent=1))
+lines.append(f"all stages ok: {summary['ok']}")
+print("\n".join(lines))
+sys.exit(0 if summary["ok"] else 1)
+PY
+
 # --- stages -----------------------------------------------------------------------------------------
 note "machine: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | xargs) mode=$mode devices=$n_dev model=$model"
 { nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null
@@ -428,127 +540,22 @@ PY
     cap=$(cap_for 90); ((cap)) || { skip "adv_$kind"; continue; }
     capped "$cap" "$work/logs/adv_$kind.log" "${LAUNCH[@]}" "$work/py/adv_check.py" "$work/adv_$kind.json"
     echo $? > "$work/adv_$kind.rc"
+    summarize
   done
   stop_group "$serve_pid"
 }
 
+# --- run, with the summary and the logs rewritten after every stage (a call stopped early still returns them)
+summarize() {
+  "$PYTHON" "$work/py/summary.py" "$work" "$mode" "$n_dev" "$model" "$((SECONDS - t_start))" "$out" >"$out/summary.txt"
+  local rc=$? out_abs; out_abs=$(cd "$out" && pwd)
+  (cd "$work" && find logs env.txt ./*.json ./*.rc ./*.skipped train_*/trainer_state.json -maxdepth 1 -print0 2>/dev/null \
+     | tar czf "$out_abs/logs.tgz" --null --no-recursion -T -)
+  return "$rc"
+}
 for s in local ray nodes train; do
-  want "$s" && "stage_$s"
+  want "$s" && { "stage_$s"; summarize; }
 done
-
-# --- summary ----------------------------------------------------------------------------------------
-"$PYTHON" - "$work" "$mode" "$n_dev" "$model" "$((SECONDS - t_start))" "$out" <<'PY' | tee "$out/summary.txt"
-import ast, json, re, sys
-from pathlib import Path
-
-work, mode, n_dev, model, elapsed, out = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), Path(sys.argv[6])
-
-
-def load(name):
-    p = work / name
-    return json.loads(p.read_text()) if p.exists() else None
-
-
-def rc(name):
-    p = work / f"{name}.rc"
-    return int(p.read_text()) if p.exists() else None
-
-
-def skipped(name):
-    p = work / f"{name}.skipped"
-    return p.read_text().strip() if p.exists() else None
-
-
-stages, lines = {}, [f"multi-GPU check: {mode}, {n_dev} device(s), model {model}, {elapsed} s"]
-lines.append((work / "env.txt").read_text().strip() if (work / "env.txt").exists() else "")
-
-runs = {}
-for g in sorted({1, n_dev}):
-    r, m = load(f"local_{g}.json"), None
-    if r:
-        m = r["modes"][0]
-        runs[g] = {"devices": g, "n": m["n"], "wall_s": round(m["wall_s"], 1), "evals_per_min": round(m["evals_per_min"], 1),
-                   "warmup_s": m["warmup_s"] and round(m["warmup_s"], 1), "p50_s": round(m["p50_latency_s"], 1),
-                   "p95_s": round(m["p95_latency_s"], 1), "crash_cost_s": m["crash_cost_s"],
-                   "unexpected": m["unexpected"], "statuses": m["statuses"], "gpu": r.get("gpu_name")}
-    elif rc(f"local_{g}") is not None or skipped(f"local_{g}"):
-        runs[g] = {"devices": g, "rc": rc(f"local_{g}"), "skipped": skipped(f"local_{g}")}
-if runs:
-    one, all_ = runs.get(1, {}), runs.get(n_dev, {})
-    ratio = (all_["evals_per_min"] / one["evals_per_min"]) if n_dev > 1 and "evals_per_min" in one and "evals_per_min" in all_ else None
-    stages["local"] = {"runs": list(runs.values()), "ratio": ratio and round(ratio, 2),
-                       "of_linear": ratio and round(ratio / n_dev, 2),
-                       "ok": all("evals_per_min" in r and not r["unexpected"] for r in runs.values())}
-    for r in runs.values():
-        lines.append(f"local {r['devices']} device(s): " + (f"n={r['n']} {r['evals_per_min']}/min wall {r['wall_s']} s warm-up {r['warmup_s']} s "
-                     f"p50/p95 {r['p50_s']}/{r['p95_s']} s crash {r['crash_cost_s']} unexpected {len(r['unexpected'])}"
-                     if "evals_per_min" in r else f"no result (rc {r.get('rc')}, {r.get('skipped') or 'see logs/local_*.log'})"))
-    if ratio:
-        lines.append(f"local: {n_dev} devices / one = {ratio:.2f}x ({ratio / n_dev:.0%} of linear)")
-
-for name in ("ray", "nodes"):
-    r = load(f"{name}.json")
-    if r is None:
-        if rc(name) is not None or skipped(name):
-            stages[name] = {"ok": False if rc(name) else None, "rc": rc(name), "skipped": skipped(name)}
-            lines.append(f"{name}: no result (rc {rc(name)}, {skipped(name) or 'see logs/' + name + '_*.log'})")
-        continue
-    ok = r["lost"] == 0 and not r["unexpected"] and r["actors_alive_after"] == n_dev
-    if name == "ray":  # the kill hit an actor with work, whose jobs were judged again elsewhere
-        ok = ok and r["killed"] is not None and (r["restarts"] or 0) >= 1 and r["retried"] >= 1
-    else:  # both worker groups judged: by GPU index on GPUs, by distinct workers on CPU
-        half = n_dev // 2
-        served = {int(g) for w in r["per_worker"] for g in re.findall(r"gpu([\d,]+)", w) for g in g.split(",")}
-        groups = ([bool(served & set(range(half))), bool(served & set(range(half, n_dev)))] if mode == "gpu"
-                  else [len(r["per_worker"]) >= 2])
-        r["both_groups_judged"] = all(groups)
-        ok = ok and all(groups) and r["nodes"] == 3
-    r["ok"] = ok
-    stages[name] = r
-    lines.append(f"{name}: n={r['n']} {r['evals_per_min']}/min wall {r['wall_s']} s p50/p95 {r['p50_s']}/{r['p95_s']} s "
-                 f"lost {r['lost']} retried {r['retried']} unexpected {len(r['unexpected'])} restarts {r['restarts']} "
-                 f"nodes {r['nodes']} killed {r['killed']} per worker {r['per_worker']} -> {'ok' if ok else 'FAILED'}")
-if "local" in stages and "ray" in stages and stages["ray"].get("evals_per_min"):
-    base = next((x for x in stages["local"]["runs"] if x["devices"] == n_dev and "evals_per_min" in x), None)
-    if base:
-        stages["ray"]["vs_local"] = round(stages["ray"]["evals_per_min"] / base["evals_per_min"], 2)
-        lines.append(f"ray / local on {n_dev} devices: {stages['ray']['vs_local']}x (the ray run includes the kill)")
-
-keys = ("timing/step_s", "timing/rollout_s", "timing/generate_s", "timing/judge_s", "timing/update_s", "reward", "masked/total")
-train = {}
-for kind in ("ddp", "fsdp"):
-    st, log = work / f"train_{kind}" / "trainer_state.json", work / "logs" / f"train_{kind}.log"
-    if st.exists():
-        history = json.loads(st.read_text())["log_history"]
-    else:  # no state saved (the run failed at its end): the dicts the trainer printed per step
-        history = [dict(ast.literal_eval(m), step=i + 1) for i, m in enumerate(
-            re.findall(r"\{'loss'.*?\}", log.read_text(errors="replace") if log.exists() else ""))]
-    steps = [{"step": h["step"], **{k.split("/")[-1]: h.get(k) and float(h[k]) for k in keys}}
-             for h in history if "timing/step_s" in h]
-    adv = load(f"adv_{kind}.json")
-    if rc(f"train_{kind}") is None and not steps and adv is None and not skipped(f"train_{kind}"):
-        continue
-    train[kind] = {"rc": rc(f"train_{kind}"), "skipped": skipped(f"train_{kind}"), "steps": steps, "advantages": adv,
-                   "ok": rc(f"train_{kind}") == 0 and len(steps) > 0 and bool(adv and adv["ok"])}
-    lines.append(f"train {kind}: rc {rc(f'train_{kind}')}, {len(steps)} step(s) logged; advantages split over ranks: "
-                 + (f"max |diff| {adv['max_abs_diff']:.1e} on {adv['processes']} processes ({adv['distributed_type']}, "
-                    f"fsdp {adv['fsdp_version']}) -> {'ok' if adv['ok'] else 'FAILED'}" if adv else f"no result (rc {rc(f'adv_{kind}')})"))
-    for s in steps:
-        lines.append("  step {step}: step {step_s:.1f} s = rollout {rollout_s:.1f} (generate {generate_s:.1f}, judge {judge_s:.1f}) "
-                     "+ update {update_s:.1f}; reward {reward:.3f}".format(**{k: (v if v is not None else float("nan")) for k, v in s.items()}))
-if train or rc("train") is not None or skipped("train"):
-    stages["train"] = {"model": model, "runs": train, "rc": rc("train"), "skipped": skipped("train"),
-                       "ok": bool(train) and all(t["ok"] for t in train.values())}
-
-summary = {"mode": mode, "devices": n_dev, "elapsed_s": elapsed, "env": lines[1], "stages": stages,
-           "ok": bool(stages) and all(s.get("ok") for s in stages.values())}
-(out / "summary.json").write_text(json.dumps(summary, indent=1))
-lines.append(f"all stages ok: {summary['ok']}")
-print("\n".join(lines))
-sys.exit(0 if summary["ok"] else 1)
-PY
-rc=${PIPESTATUS[0]}
-out_abs=$(cd "$out" && pwd)
-(cd "$work" && find logs env.txt ./*.json ./*.rc ./*.skipped train_*/trainer_state.json -maxdepth 1 -print0 2>/dev/null \
-   | tar czf "$out_abs/logs.tgz" --null --no-recursion -T -)
+summarize; rc=$?
+cat "$out/summary.txt"
 exit "$rc"
