@@ -36,6 +36,8 @@ class KernelGymArguments:
     judge_num_trials: int = field(default=5, metadata={"help": "correctness trials per answer"})
     judge_timeout_s: float = field(default=300.0, metadata={"help": "wall-clock limit of one evaluation"})
     judge_workers: int = field(default=8, metadata={"help": "answers judged at once per process"})
+    rollout_waves: int = field(default=1, metadata={"help": "groups of rollouts that take turns on the generator: "
+                                                    "while one wave is judged the next generates (1: all at once)"})
     reward: str = field(default="drkernel", metadata={"help": "reward function, a key of rewards.REWARDS"})
     max_turns: int = field(default=3, metadata={"help": "answers per episode"})
     max_seconds: float = field(default=0.0, metadata={"help": "stop after this many seconds of training with a "
@@ -78,8 +80,8 @@ class KernelGymArguments:
             raise ValueError(f"turn_reward must be one of {TURN_REWARDS}, not {self.turn_reward!r}")
         if self.stop_on not in STOP_RULES:
             raise ValueError(f"stop_on must be one of {STOP_RULES}, not {self.stop_on!r}")
-        if self.max_turns < 1 or self.max_turn_tokens < 1 or self.judge_workers < 1:
-            raise ValueError("max_turns, max_turn_tokens and judge_workers must be >= 1")
+        if self.max_turns < 1 or self.max_turn_tokens < 1 or self.judge_workers < 1 or self.rollout_waves < 1:
+            raise ValueError("max_turns, max_turn_tokens, judge_workers and rollout_waves must be >= 1")
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"gamma must be in (0, 1], not {self.gamma!r}")
         if not 0.0 < self.mismatch_geo_low <= 1.0 <= self.mismatch_geo_high:

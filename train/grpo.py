@@ -66,7 +66,8 @@ def build_trainer(kg: KernelGymArguments, args: GRPOConfig, model_args: ModelCon
         local_rank = int(os.environ["LOCAL_RANK"]) if "LOCAL_RANK" in os.environ else None
         make_backend = episode_factory(kg.judge_config(local_rank), kg.reward_config(), kg.env_config(), kg.judge_url)
     limits = RolloutLimits(max_turns=kg.max_turns, max_turn_tokens=kg.max_turn_tokens,
-                           max_completion_tokens=args.max_completion_length, judge_workers=kg.judge_workers)
+                           max_completion_tokens=args.max_completion_length, judge_workers=kg.judge_workers,
+                           waves=kg.rollout_waves)
     rollout = MultiTurnRollout(make_backend, limits, kg.reward_config(), tasks=tasks,
                                end_of_turn_token=kg.end_of_turn_token, generator=generator)
     return KernelGymGRPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(task_rows(tasks)),

@@ -8,6 +8,11 @@ full `max_turn_tokens` still fit in `max_completion_tokens` (TRL's `max_completi
 completion never exceeds the budget. An answer cut by the per-turn limit is judged like any other
 and closed with the end-of-turn token. All answers of a turn, across rollouts, are judged concurrently.
 
+With `waves` > 1 the rollouts are split into that many groups that take turns on the generator: while
+one wave's answers are judged, the next wave generates, so the GPU's generation and the judge overlap
+(the judge-beside-the-trainer schedule of issue 17). Each wave still sees its own feedback before its
+next turn; only the order of generator calls changes, and every process makes the same calls.
+
 Per rollout the output carries `turns`: one record per answer with its token span [start, end) in
 the completion, its reward and the judge's verdict, which the trainer turns into per-token
 advantages and masks.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,10 +53,11 @@ class RolloutLimits:
     max_turn_tokens: int
     max_completion_tokens: int
     judge_workers: int = 8
+    waves: int = 1  # groups of rollouts that alternate on the generator while others are judged
 
     def __post_init__(self) -> None:
-        if self.max_turns < 1 or self.max_turn_tokens < 1 or self.judge_workers < 1:
-            raise ValueError("RolloutLimits needs max_turns, max_turn_tokens and judge_workers >= 1")
+        if self.max_turns < 1 or self.max_turn_tokens < 1 or self.judge_workers < 1 or self.waves < 1:
+            raise ValueError("RolloutLimits needs max_turns, max_turn_tokens, judge_workers and waves >= 1")
         if self.max_completion_tokens < self.max_turn_tokens:
             raise ValueError(f"max_completion_length ({self.max_completion_tokens}) must be at least "
                              f"max_turn_tokens ({self.max_turn_tokens}): one answer must fit")
@@ -147,20 +153,27 @@ class MultiTurnRollout:
             trajs.append(Trajectory(backend=backend, prompt_ids=prompt_ids(tokenizer, obs.messages,
                                                                            continuation.chat_template)))
         gen_s = judge_s = 0.0
-        for _ in range(lim.max_turns):
-            active = [t for t in trajs if t.active]
-            if global_active(len(active)) == 0:
-                break
-            start = time.perf_counter()
-            gens = generator.generate([t.prompt_ids + t.completion_ids for t in active], lim.max_turn_tokens)
-            gen_s += time.perf_counter() - start
-            spans = [t.append(g.ids, model=True, logprobs=g.logprobs) for t, g in zip(active, gens)]
-            answers = [tokenizer.decode(g.ids, skip_special_tokens=True) for g in gens]
-            start = time.perf_counter()
-            observations = self._judge(active, answers)
-            judge_s += time.perf_counter() - start
-            for traj, gen, obs, span in zip(active, gens, observations, spans):
-                self._advance(traj, gen.ids, obs, span, continuation)
+        waves = _split(trajs, lim.waves)
+        pending: list[_Judging | None] = [None] * len(waves)
+        with ThreadPoolExecutor(lim.judge_workers) as pool:
+            for _ in range(lim.max_turns):
+                for w, wave in enumerate(waves):
+                    if pending[w] is not None:  # this wave's last answers: wait for their verdicts
+                        judge_s += pending[w].finish(self, continuation)
+                        pending[w] = None
+                    active = [t for t in wave if t.active]
+                    if global_active(len(active)) == 0:
+                        continue
+                    start = time.perf_counter()
+                    gens = generator.generate([t.prompt_ids + t.completion_ids for t in active], lim.max_turn_tokens)
+                    gen_s += time.perf_counter() - start
+                    spans = [t.append(g.ids, model=True, logprobs=g.logprobs) for t, g in zip(active, gens)]
+                    answers = [tokenizer.decode(g.ids, skip_special_tokens=True) for g in gens]
+                    pending[w] = _Judging(active, gens, spans,
+                                          [pool.submit(t.backend.step, a) for t, a in zip(active, answers)])
+            for judging in pending:
+                if judging is not None:
+                    judge_s += judging.finish(self, continuation)
         self.last_timing = {"generate_s": gen_s, "judge_s": judge_s}
         return {
             "prompt_ids": [t.prompt_ids for t in trajs],
@@ -169,12 +182,6 @@ class MultiTurnRollout:
             "env_mask": [t.env_mask for t in trajs],
             "turns": [t.turns for t in trajs],
         }
-
-    def _judge(self, trajs: list[Trajectory], answers: list[str]) -> list[KernelObservation]:
-        if not trajs:
-            return []
-        with ThreadPoolExecutor(min(self.limits.judge_workers, len(trajs))) as pool:
-            return list(pool.map(lambda ta: ta[0].backend.step(ta[1]), zip(trajs, answers)))
 
     def _advance(self, traj: Trajectory, answer_ids: list[int], obs: KernelObservation, span: tuple[int, int],
                  continuation: ChatContinuation) -> None:
@@ -196,6 +203,38 @@ class MultiTurnRollout:
             traj.active = False
         else:
             traj.append(suffix, model=False)
+
+
+@dataclass
+class _Judging:
+    """One wave's answers of one turn, submitted to the judging pool."""
+
+    trajs: list[Trajectory]
+    gens: list[Any]
+    spans: list[tuple[int, int]]
+    futures: list[Future]
+
+    def finish(self, rollout: MultiTurnRollout, continuation: ChatContinuation) -> float:
+        """Wait for the verdicts, record them in the trajectories; the seconds spent waiting."""
+        start = time.perf_counter()
+        observations = [f.result() for f in self.futures]
+        waited = time.perf_counter() - start
+        for traj, gen, obs, span in zip(self.trajs, self.gens, observations, self.spans):
+            rollout._advance(traj, gen.ids, obs, span, continuation)
+        return waited
+
+
+def _split(items: list[Trajectory], n: int) -> list[list[Trajectory]]:
+    """Exactly `n` contiguous groups, as even as can be (a prompt's rollouts, adjacent in TRL's batch,
+    stay together where the sizes allow). Always `n`, empty ones too: every process must make the
+    same sequence of generator calls."""
+    size, extra = divmod(len(items), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(items[start:end])
+        start = end
+    return out
 
 
 def episode_return(completions: list[Any], turns: list[list[dict[str, Any]]], **kwargs: Any) -> list[float]:

@@ -168,3 +168,56 @@ def test_vllm_generator_pads_collective_calls_and_sets_the_turn_budget(tokenizer
     colocated = FakeVLLM("colocate")
     trainer = SimpleNamespace(vllm_generation=colocated, accelerator=FakeAccelerator(3), _tokenizer=tokenizer)
     assert VLLMGenerator(trainer).generate([], max_new_tokens=16) == [] and colocated.seen == []
+
+
+class GatedEpisode(FakeEpisode):
+    """Its first verdict waits for `gate` (set by the generator's third call); records whether it came."""
+
+    def __init__(self, gate, opened):
+        super().__init__(max_turns=2)
+        self.gate, self.opened = gate, opened
+
+    def step(self, answer):
+        if self.turn == 0:
+            self.opened.append(self.gate.wait(timeout=60))
+        return super().step(answer)
+
+
+def test_waves_overlap_one_waves_judging_with_the_next_waves_generation(tokenizer):
+    """Two waves of two rollouts: wave 1's first verdicts can only come once wave 0's second turn is
+    being generated, which a one-wave schedule never does before all verdicts are in."""
+    cont = ChatContinuation(tokenizer)
+    gate, opened, made = threading.Event(), [], []
+
+    class GateOnThirdCall(ScriptedGenerator):
+        def generate(self, contexts, max_new_tokens):
+            if len(self.calls) == 2:  # wave 0's second turn
+                gate.set()
+            return super().generate(contexts, max_new_tokens)
+
+    def episode():
+        made.append(GatedEpisode(gate, opened) if len(made) >= 2 else FakeEpisode(max_turns=2))
+        return made[-1]
+
+    answers = [_ids(tokenizer, t) for t in ("bad a", "bad b", "bad c", "bad d", "good a", "good b", "good c", "x")]
+    gen = GateOnThirdCall(answers)
+    rollout = MultiTurnRollout(episode, RolloutLimits(max_turns=2, max_turn_tokens=8, max_completion_tokens=200,
+                                                      judge_workers=4, waves=2), RewardConfig())
+    out = rollout.run(["relu"] * 4, gen, cont, tokenizer)
+    assert opened == [True, True]  # wave 1 was judged while wave 0 generated its next turn
+    assert gen.calls == [(2, 8)] * 4
+    fb1 = cont.suffix_ids([{"role": "user", "content": "feedback 1"}])
+    # each rollout got its own feedback and its own second answer, in call order per wave
+    assert out["completion_ids"] == [answers[0] + fb1 + answers[4], answers[1] + fb1 + answers[5],
+                                     answers[2] + fb1 + answers[6], answers[3] + fb1 + answers[7]]
+    assert [[t["reward"] for t in ts] for ts in out["turns"]] == [[0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [0.0, 0.0]]
+
+
+def test_waves_split_evenly_and_every_process_makes_the_same_calls():
+    from train.rollout import _split
+
+    assert [len(g) for g in _split(list(range(7)), 3)] == [3, 2, 2]
+    assert _split(list(range(7)), 3)[0] == [0, 1, 2]
+    assert [len(g) for g in _split([1], 3)] == [1, 0, 0]  # as many groups as asked, empty ones too
+    with pytest.raises(ValueError, match="waves"):
+        RolloutLimits(max_turns=1, max_turn_tokens=8, max_completion_tokens=8, waves=0)
