@@ -477,8 +477,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.max_attempts < 1:
         raise UsageError("--max-attempts must be at least 1")
     logging.getLogger("kernelgym").setLevel(logging.INFO)
-    serve(backend=args.backend, host=args.host, port=args.port, db=args.db, token=args.token, jobs=args.jobs,
-          devices=args.devices, max_attempts=args.max_attempts, payload_ttl_days=args.payload_ttl_days)
+    from kernelgym.service.server import ServiceStartError
+
+    try:
+        serve(backend=args.backend, host=args.host, port=args.port, db=args.db, token=args.token, jobs=args.jobs,
+              devices=args.devices, max_attempts=args.max_attempts, payload_ttl_days=args.payload_ttl_days)
+    except ServiceStartError as e:
+        raise UsageError(str(e)) from None
     return 0
 
 

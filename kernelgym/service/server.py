@@ -16,6 +16,14 @@ log = logging.getLogger(__name__)
 BACKENDS = ("local", "ray")
 
 
+class ServiceStartError(RuntimeError):
+    """The backend could not start (no Ray cluster to join, no device): said in one line, not a traceback."""
+
+
+RAY_HINT = ("start a cluster first (launch/ray_head.sh, or `ray start --head` on this node) or set RAY_ADDRESS; "
+            "`--devices cpu` still needs one")
+
+
 def build_backend(kind: str, devices: str | None = None, jobs: int | None = None) -> Backend:
     """The backend named `kind`. `devices`: local: comma-separated `cuda:N`/`cpu` (default every
     local GPU, else the CPU); ray: auto, gpu, cpu or a number of CPU actors. `jobs`: evaluations in
@@ -65,9 +73,19 @@ def serve(backend: str = "local", host: str = "127.0.0.1", port: int = 8000, db:
     gpu_model = local_gpu_model(devices) if backend == "local" else None
     service = Service(build_backend(backend, devices, jobs), store, max_attempts=max_attempts,
                       payload_ttl_days=payload_ttl_days, gpu_model=gpu_model)
-    app = create_app(service, token=token)  # the app's lifespan starts and stops the service
+    app = create_app(service, token=token)  # the app's lifespan stops the service (starting it again is a no-op)
+    # Started before uvicorn, not in the app's startup: a backend that cannot start is one line, and
+    # Ray's driver installs its signal handlers before uvicorn installs its own, so SIGTERM stops the
+    # server cleanly (started inside the app, Ray's handler took SIGTERM and the server did not stop).
+    try:
+        service.start()
+    except Exception as e:
+        store.close()
+        hint = f": {RAY_HINT}" if backend == "ray" and isinstance(e, ConnectionError) else ""
+        raise ServiceStartError(f"the {backend} backend did not start: {e}{hint}") from e
     log.info("serving on http://%s:%d with the %s backend; results in %s", host, port, backend, db)
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
     finally:
+        service.close()
         store.close()

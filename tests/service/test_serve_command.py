@@ -23,3 +23,20 @@ def test_unknown_backend_and_cpu_gpu_model():
     with pytest.raises(ValueError, match="unknown backend"):
         server.build_backend("slurm")
     assert server.local_gpu_model("cpu") is None
+
+
+def test_a_backend_that_cannot_start_is_one_line_not_a_traceback(monkeypatch, tmp_path, capsys):
+    from kernelgym.service.local_backend import LocalBackend, LocalBackendConfig
+
+    class NoCluster(LocalBackend):  # a backend whose start fails as Ray's does without a cluster
+        def start(self):
+            raise ConnectionError("Could not find any running Ray instance.")
+
+    monkeypatch.setattr(server, "build_backend", lambda kind, devices, jobs: NoCluster(LocalBackendConfig(devices=("cpu",))))
+    ran = []
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: ran.append(a))
+    rc = cli.main(["serve", "--backend", "ray", "--db", str(tmp_path / "r.db")])
+    err = capsys.readouterr().err
+    assert rc == 2 and not ran
+    assert "the ray backend did not start: Could not find any running Ray instance" in err
+    assert "launch/ray_head.sh" in err and "Traceback" not in err
