@@ -16,7 +16,8 @@
 #      ~150 s of the 10-minute call for start-up and the checkpoint; the next call resumes)
 #      N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=4096 MODELS="base sft"
 #      (corpus answers: median 1,650 SmolLM2 tokens, 33 % over 2,048, max 5,454: 2,048 cut a third of them)
-#      MODEL=smollm2|qwen
+#      MODEL=smollm2|qwen; eval: TASKS (a task spec instead of the held-out split, e.g.
+#      kernelbench:runs/kb/KernelBench:level1 with runs/kb carried) and TAG (a suffix for its output directory)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-coldstart_check_out}"; mkdir -p "$out"
@@ -121,10 +122,12 @@ if [[ ,$stage, == *,eval,* ]]; then
     [[ $name == rl ]] && model=$rl_dir
     start=$SECONDS
     tasks=${DATA:-runs/coldstart_all}/tasks; [[ -d $tasks ]] || tasks=runs/coldstart/tasks
-    python3 -m kernelgym.cli eval --model "$model" --tasks "gen:$tasks:heldout" --limit "${LIMIT:-200}" \
+    # TASKS overrides the task set: TASKS=kernelbench:runs/kb/KernelBench:level1 TAG=kb1 (carry runs/kb)
+    python3 -m kernelgym.cli eval --model "$model" --tasks "${TASKS:-gen:$tasks:heldout}" --limit "${LIMIT:-200}" \
       --samples "${SAMPLES:-1}" --max-new-tokens "${MAX_NEW:-4096}" --gen-batch "${GEN_BATCH:-128}" --reps 10 \
-      --no-compile-baseline --no-audit --no-progress --out "runs/eval_$name" > "$out/eval_$name.log" 2>&1 || rc=1
-    echo "eval $name wall seconds: $((SECONDS - start))" >> "$out/eval_$name.log"
+      --no-compile-baseline --no-audit --no-progress --out "runs/eval_$name${TAG:+_$TAG}" \
+      > "$out/eval_$name${TAG:+_$TAG}.log" 2>&1 || rc=1
+    echo "eval $name wall seconds: $((SECONDS - start))" >> "$out/eval_$name${TAG:+_$TAG}.log"
   done
   tar czf "$out/eval.tgz" -C runs $(cd runs && ls -d eval_* 2>/dev/null)
 fi
