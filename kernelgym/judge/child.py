@@ -351,6 +351,10 @@ class _Session:
         hooked = self._hooked()
         if hooked:
             return {"hooked": hooked}
+        if msg.get("lean"):
+            # The parent's retry after the profile ran out of memory: the other timing sets are
+            # needed by nothing after the profile, so this profile holds less than a timed call did.
+            self.timing_sets = self.timing_sets[:1]
         sets = self.timing_sets
         # With `notify`, the parent learns when the profiled calls have finished on the GPU, and
         # frees the GPU's exclusive side then: stopping the profiler and reading its records is

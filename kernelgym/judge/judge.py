@@ -16,12 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from kernelgym.judge import static_checks
 from kernelgym.judge.compare import as_list, compare_outputs
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.extract import AnswerError, decode_answer, extract_code
-from kernelgym.judge.inputs import base_distribution, fresh_seed
+from kernelgym.judge.inputs import base_distribution, digest, fresh_seed
 from kernelgym.judge.protocol import PROFILE_KERNELS_DONE
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
@@ -219,9 +221,10 @@ def _correctness(child: CandidateProcess, plan: TrialPlan, first: Trial | None, 
     verdict is decided (wrong output, or a cheat if a rule already fired), later trials could only
     add to it. An answer that passes runs every trial."""
     launches_by_grad: dict[bool, dict[str, int]] = {False: {}, True: {}}
+    outputs_seen: dict[str, int] = {}  # fingerprint of each passing trial's output -> its trial (replay check)
     t, stopped = first, False
     while t is not None:
-        passed = _run_trial(child, t, check_kernels, config, result, clock, launches_by_grad)
+        passed = _run_trial(child, t, check_kernels, config, result, clock, launches_by_grad, outputs_seen)
         if passed is None:
             return False  # an error or a hooked harness: `_trial_failed` set the verdict
         if t.index != 0:
@@ -250,10 +253,16 @@ def _correctness(child: CandidateProcess, plan: TrialPlan, first: Trial | None, 
 
 
 def _run_trial(child: CandidateProcess, t: Trial, check_kernels: bool, config: JudgeConfig, result: EvalResult,
-               clock: _PhaseClock, launches_by_grad: dict[bool, dict[str, int]]) -> bool | None:
+               clock: _PhaseClock, launches_by_grad: dict[bool, dict[str, int]],
+               outputs_seen: dict[str, int] | None = None) -> bool | None:
     """One trial in the child, its output compared here; appends its `TrialResult`. True: the
     output passed; False: it did not; None: the trial errored or found the harness hooked (the
-    verdict is set). Cheat verdicts it finds go to `result.cheats` either way."""
+    verdict is set). Cheat verdicts it finds go to `result.cheats` either way.
+
+    `outputs_seen` (fingerprint of each earlier passing trial's output -> trial index): a failing
+    output that is bit for bit an earlier passing one, for other inputs, is a replayed cache (RH-11). A
+    replaying answer fails at its first cache hit, so with `stop_at_first_failure` the cache probe
+    (the trial after the secret ones) would never run for it; this check needs no extra trial."""
     if t.variant is not None:
         reply = child.request(build_message(t.variant, variant=True))
         if "error" in reply or reply.get("hooked"):
@@ -293,9 +302,27 @@ def _run_trial(child: CandidateProcess, t: Trial, check_kernels: bool, config: J
             result.cheats.append(CheatVerdict(
                 "RH-11", f"trial {t.index} re-ran trial {t.probe_of.index}'s inputs with a few values swapped and "
                 "got trial 0's output back: the answer returns a cached result", "runtime"))
+        elif outputs_seen is not None and t.variant is None and _replay_checkable(outputs) \
+                and (cmp.passed or outputs_seen):
+            fingerprint = digest(outputs)
+            if cmp.passed:
+                outputs_seen.setdefault(fingerprint, t.index)
+            elif fingerprint in outputs_seen:
+                result.cheats.append(CheatVerdict(
+                    "RH-11", f"trial {t.index}'s output is bit for bit trial {outputs_seen[fingerprint]}'s, which "
+                    "passed on other inputs: the answer returns a cached result", "runtime"))
     result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error,
                                      cmp.max_rel_error, cmp.mismatched, cmp.total, cmp.message))
     return cmp.passed
+
+
+# Outputs this small can coincide between two honest trials (an argmax over a few classes, a
+# boolean): the replay check leaves them to the cache probe.
+_REPLAY_MIN_ELEMENTS = 16
+
+
+def _replay_checkable(outputs: list[Any]) -> bool:
+    return sum(o.numel() for o in outputs if isinstance(o, torch.Tensor)) >= _REPLAY_MIN_ELEMENTS
 
 
 def _trial_failed(result: EvalResult, t: Trial, reply: dict[str, Any]) -> None:
@@ -333,6 +360,7 @@ def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, r
         # The hold ends when the profiled calls have run (the child's notice), not after the
         # profiler's teardown and the reading of its records, which need no GPU.
         prof: dict[str, Any] = {"error": "not profiled"}
+        profile_reps = PROFILE_REPS
         with clock.locked(result.device, exclusive=True):
             with clock("measure"):
                 reply = child.request({"op": "time", "warmup": config.timing_warmup, "reps": config.timing_reps,
@@ -340,6 +368,11 @@ def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, r
             if config.profile and "error" not in reply:
                 with clock("profile"):
                     prof = child.request({"op": "profile", "reps": PROFILE_REPS, "notify": True})
+                    if prof.get("kind") == Status.OOM.value:
+                        # The profiled calls' input copies, made up front, hold more memory than a timed
+                        # call: once more with one call on one set, which holds less than a timed call.
+                        profile_reps = 1
+                        prof = child.request({"op": "profile", "reps": profile_reps, "notify": True, "lean": True})
         if prof.get("op") == PROFILE_KERNELS_DONE:
             with clock("profile"):
                 prof = child.receive()
@@ -362,9 +395,23 @@ def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, r
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
         result.cheats.extend(hook_verdicts(prof, "profile"))
+        if "kernels" not in prof and not prof.get("hooked"):
+            # The profile is the only run-time check of where the device time goes (RH-03, RH-17):
+            # an answer whose profile fails after its timing succeeded (a ballast sized so that the
+            # profiled calls run out of memory, say, and the lean retry too) must not keep its
+            # timing without it. Same verdict as a failure during timing.
+            result.correct = False
+            if "error" in prof and not result.cheats:
+                return _finish(result, Status(prof.get("kind", Status.RUNTIME_ERROR.value)),
+                               f"during profiling: {_first_line(str(prof['error']))}",
+                               error=str(prof["error"]), fault=prof.get("fault", ""))
+            if "error" not in prof:
+                result.cheats.append(CheatVerdict("RH-20", "the profile reply is malformed", "runtime"))
+            rules = ", ".join(sorted({c.rule for c in result.cheats}))
+            return _finish(result, Status.CHEAT, f"rejected by threat rule(s) {rules}: {result.cheats[0].reason}")
         if "kernels" in prof:
             result.profile = profile_summary(prof["kernels"], report.kernels)
-            result.cheats.extend(profile_verdicts(result.profile, PROFILE_REPS, result.runtime, config,
+            result.cheats.extend(profile_verdicts(result.profile, profile_reps, result.runtime, config,
                                                   share_rule=not torch_ops_allowed(reference.task, config)))
     result.cheats.extend(physics_floor_verdicts(result.runtime, [(t.inputs, t.expected) for t in sets], result.gpu_name))
     child.close()  # the candidate is done before the reference is timed on the same GPU
