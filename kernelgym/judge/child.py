@@ -130,6 +130,7 @@ class _Session:
         self.num_inputs = 0
         self.timing_sets: list = []
         self.timed_outputs: list = []
+        self.spot_outputs: dict[int, object] = {}
         self.trial_inputs: dict[int, list] = {}
         self.settings: dict[str, object] = {}
         self.harness: dict[str, tuple[int, int]] = {}
@@ -316,9 +317,10 @@ class _Session:
             return {"hooked": hooked}
         sets = self.timing_sets  # the profile reuses them: no second transfer
         try:
+            self.spot_outputs = {}
             times, wall, self.timed_outputs = _TRUSTED["time_calls"](
                 self.model, sets, msg["warmup"], msg["reps"], msg["flush_bytes"], msg.get("budget_s", 0.0),
-                after_call=self._after_timed_call)
+                after_call=self._after_timed_call, keep=frozenset(msg.get("keep", ())), kept=self.spot_outputs)
         except _Flagged as f:
             return f.reply
         except BaseException as e:  # noqa: BLE001
@@ -342,10 +344,12 @@ class _Session:
         if hooked:
             return {"hooked": hooked}
         shipped = [_TRUSTED["ship_outputs"](out) for out in self.timed_outputs]
-        bad = [b for s in shipped for b in s.get("bad_types", [])]
+        spots = [(call, _TRUSTED["ship_outputs"](out)) for call, out in sorted(self.spot_outputs.items())]
+        bad = [b for s in shipped + [s for _, s in spots] for b in s.get("bad_types", [])]
         if bad:
             return {"bad_types": bad}
-        return {"outputs": [s["outputs"] for s in shipped], "layout": [s["layout"] for s in shipped]}
+        return {"outputs": [s["outputs"] for s in shipped], "layout": [s["layout"] for s in shipped],
+                "spots": [[call, s["outputs"], s["layout"]] for call, s in spots]}
 
     def op_profile(self, msg: dict) -> dict:
         hooked = self._hooked()

@@ -28,6 +28,7 @@ from kernelgym.judge.protocol import PROFILE_KERNELS_DONE
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
 from kernelgym.judge.runtime_checks import (
+    check_spot_outputs,
     check_timed_outputs,
     check_trial_reply,
     constant_output_verdict,
@@ -40,6 +41,7 @@ from kernelgym.judge.runtime_checks import (
     profile_summary,
     profile_verdicts,
     provenance_verdicts,
+    spot_calls,
     torch_ops_verdicts,
 )
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
@@ -325,6 +327,23 @@ def _replay_checkable(outputs: list[Any]) -> bool:
     return sum(o.numel() for o in outputs if isinstance(o, torch.Tensor)) >= _REPLAY_MIN_ELEMENTS
 
 
+def _spot_expected(reference: Reference) -> Any:
+    """The reference's output on a timing set as the varied call `call` saw it (`varied_copy` is a
+    pure function of the values and the call number), or None where it is not finite."""
+    from kernelgym.judge.compare import expected_is_finite
+    from kernelgym.judge.inputs import to_device, varied_copy
+
+    def expected_for(trial: Any, call: int) -> Any:
+        # The variation is drawn on the values' device, so make it where the child made it (its
+        # device is the reference's), wherever the parent keeps the set between uses.
+        with gpu_lock(reference.device, exclusive=False):
+            varied = varied_copy(to_device(trial.inputs, reference.device), call)
+        expected = reference.expected(varied)
+        return expected if expected_is_finite(expected) else None
+
+    return expected_for
+
+
 def _trial_failed(result: EvalResult, t: Trial, reply: dict[str, Any]) -> None:
     """A trial (or the variant's build) that errored or found the harness hooked: its verdict."""
     if "error" not in reply:
@@ -361,10 +380,12 @@ def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, r
         # profiler's teardown and the reading of its records, which need no GPU.
         prof: dict[str, Any] = {"error": "not profiled"}
         profile_reps = PROFILE_REPS
+        spots = spot_calls(rng, config, len(sets))  # secret: which varied calls are checked
         with clock.locked(result.device, exclusive=True):
             with clock("measure"):
                 reply = child.request({"op": "time", "warmup": config.timing_warmup, "reps": config.timing_reps,
-                                       "flush_bytes": config.l2_flush_bytes, "budget_s": config.timing_budget_s})
+                                       "flush_bytes": config.l2_flush_bytes, "budget_s": config.timing_budget_s,
+                                       "keep": spots})
             if config.profile and "error" not in reply:
                 with clock("profile"):
                     prof = child.request({"op": "profile", "reps": PROFILE_REPS, "notify": True})
@@ -392,6 +413,9 @@ def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, r
         with clock.locked(result.device, exclusive=False) as hold:
             outputs = child.request({"op": "timed_outputs"}, yield_to=hold)
             result.cheats.extend(check_timed_outputs(outputs, sets, config))
+        if not result.cheats:  # reference runs and comparisons: GPU work, in a shared hold of their own
+            with clock.locked(result.device, exclusive=False):
+                result.cheats.extend(check_spot_outputs(outputs, spots, sets, _spot_expected(reference), config))
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
         result.cheats.extend(hook_verdicts(prof, "profile"))

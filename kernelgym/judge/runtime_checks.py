@@ -170,6 +170,41 @@ def check_timed_outputs(reply: dict[str, Any], sets: list[Any], config: JudgeCon
     return []
 
 
+SPOT_CHECKS = 4  # varied timed calls checked per evaluation, at positions the answer cannot know
+
+
+def spot_calls(rng: Any, config: JudgeConfig, num_sets: int) -> list[int]:
+    """The varied timed calls to check, drawn from the evaluation's secret generator among the calls
+    every measurement makes (warm-up calls are numbered first, as `timing.time_calls` counts them).
+    The reported time is the median, so an answer must skimp on more than half of the calls to
+    gain, and then escapes `SPOT_CHECKS` checks with probability below 1 / 2**SPOT_CHECKS."""
+    first = config.timing_warmup
+    varied = max(config.timing_reps, num_sets) - num_sets
+    return sorted(rng.sample(range(first, first + varied), min(SPOT_CHECKS, varied)))
+
+
+def check_spot_outputs(reply: dict[str, Any], spots: list[int], sets: list[Any], expected_for: Any,
+                       config: JudgeConfig) -> list[CheatVerdict]:
+    """Outputs of the secretly chosen varied calls against the reference on the same varied inputs
+    (`expected_for(set, call)`; None when the reference gives non-finite values there: not checked)."""
+    got = {int(call): (out, layout) for call, out, layout in reply.get("spots", [])}
+    if sorted(got) != sorted(spots):
+        return [CheatVerdict("RH-21", "timed calls did not return the outputs the judge kept", "runtime")]
+    for call in spots:
+        trial = sets[call % len(sets)]
+        expected = expected_for(trial, call)
+        if expected is None:
+            continue
+        out, layout = got[call]
+        actual = out[0] if len(out) == 1 and not isinstance(expected, (list, tuple)) else out
+        wide = base_distribution(trial.distribution) == "wide"
+        cmp = compare_outputs(expected, actual, config, scaled=wide, layout=layout)
+        if not cmp.passed:
+            return [CheatVerdict("RH-21", f"the output of a timed call the judge checked in secret is wrong "
+                                 f"({cmp.message}) although the correctness calls passed", "runtime")]
+    return []
+
+
 def is_own_kernel(name: str, kernels: list[str]) -> bool:
     """Profiler names of Triton kernels are the `@triton.jit` function's name (maybe with a suffix)."""
     base = name.split("(")[0].strip()

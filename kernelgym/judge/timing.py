@@ -14,7 +14,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import torch
@@ -151,6 +151,8 @@ def time_calls(
     budget_s: float = 0.0,
     max_reps: int = 10_000,
     after_call: Callable[[Any], None] | None = None,
+    keep: Collection[int] = (),
+    kept: dict[int, Any] | None = None,
 ) -> tuple[list[float], list[float], list[Any]]:
     """Time `fn` on CUDA. Returns (event ms per call, host wall ms per call, last output per input set).
 
@@ -161,6 +163,9 @@ def time_calls(
     The last call per set runs on the set as given and its output is returned for validation.
     `after_call(out)` runs after every call (warm-up included) before anything else touches its
     output: the candidate's guard against outputs and torch modes that run code later (it raises).
+    `keep`: numbers of varied calls (counted from 0 with the warm-up calls) whose outputs go into `kept`,
+    for the judge's secret spot checks: an answer that does part of the work on the calls it guesses
+    are not checked is caught there (RH-21).
     """
     check = after_call or (lambda out: None)
     k = len(input_sets)
@@ -199,7 +204,9 @@ def time_calls(
         # Varied calls until the minimum is met and the budget spent, then one exact call per set.
         while call - warmup < max(reps, k) - k or (time.perf_counter() - began < budget_s
                                                     and call - warmup < max_reps - k):
-            timed(call, varied_copy(input_sets[call % k], call))
+            out = timed(call, varied_copy(input_sets[call % k], call))
+            if call in keep and kept is not None:
+                kept[call] = out
             call += 1
         for j in range(k):
             outputs[(call + j) % k] = timed(call + j, clone_values(input_sets[(call + j) % k]))

@@ -102,21 +102,25 @@ class _ScriptedGpuChild:
     """The parent's view of a GPU child in the timing phase. `profiles`: per profile request, the
     messages the child sends (a notice first, maybe)."""
 
-    def __init__(self, digests: list[str], profiles: list[list[dict]]) -> None:
+    def __init__(self, digests: list[str], profiles: list[list[dict]], spot_output=None) -> None:
         self.digests, self.profiles, self.pending, self.asked = digests, list(profiles), [], []
+        self.spot_output, self.keep = spot_output, []  # spot_output(call) -> output of that varied call
 
     def request(self, msg, yield_to=None):
         op = msg["op"]
         if op == "timing_inputs":
             return {"inputs_digests": list(self.digests)}
         if op == "time":
+            self.keep = list(msg.get("keep", []))
             return {"times_ms": [0.5] * 50, "wall_ms": [0.6] * 50, "launches": {}}
         if op == "profile":
             self.asked.append(msg)
             first, *self.pending = self.profiles.pop(0)
             return first
         if op == "timed_outputs":
-            return {"outputs": [], "layout": []}
+            outs = {c: self.spot_output(c) for c in self.keep} if self.spot_output else {}
+            spots = [[c, [o], [(tuple(o.stride()), o.is_contiguous())]] for c, o in outs.items()]
+            return {"outputs": [], "layout": [], "spots": spots}
         raise AssertionError(op)
 
     def receive(self):
@@ -126,7 +130,8 @@ class _ScriptedGpuChild:
         pass
 
 
-def _time_and_profile(monkeypatch, relu, profiles: list[list[dict]]) -> tuple[EvalResult, list[dict]]:
+def _time_and_profile(monkeypatch, relu, profiles: list[list[dict]], spot_output=None,
+                      sets: list | None = None) -> tuple[EvalResult, list[dict]]:
     @contextmanager
     def no_lock(device, exclusive):
         yield SimpleNamespace(writer_waiting=lambda: False, step_aside=lambda: None)
@@ -139,15 +144,19 @@ def _time_and_profile(monkeypatch, relu, profiles: list[list[dict]]) -> tuple[Ev
     def draw(*a, **k):
         t = real_draw(*a, **k)
         digests.append(t.inputs_digest)
+        if sets is not None:
+            sets.append(t)
         return t
 
     monkeypatch.setattr(judge_mod, "draw_trial", draw)
     monkeypatch.setattr(judge_mod, "check_timed_outputs", lambda outputs, sets, config: [])  # not under test
+    if spot_output is None:  # not under test either
+        monkeypatch.setattr(judge_mod, "check_spot_outputs", lambda *a: [])
     monkeypatch.setattr(Reference, "times", lambda self, sets, config: ReferenceTimes(None, None, ""))
     reference = Reference(relu, "small", "cpu", init_seed=1)
     result = EvalResult(status=Status.OK, task_id="relu", device="cuda")
     result.correct = True
-    child = _ScriptedGpuChild(digests, profiles)
+    child = _ScriptedGpuChild(digests, profiles, spot_output)
     judge_mod._time_and_profile(child, 7, SimpleNamespace(kernels=["relu_kernel"]), reference, random.Random(0),
                                 JudgeConfig(device="cpu"), result, judge_mod._PhaseClock())
     return result, child.asked
@@ -203,3 +212,46 @@ def test_child_lean_profile_keeps_one_timing_set(monkeypatch):
     session.op_profile({"reps": 5})
     session.op_profile({"reps": 1, "lean": True})
     assert seen == [(3, 5), (1, 1)] and session.timing_sets == [["a"]]
+
+
+def test_secret_spot_checks_catch_an_answer_that_skimps_on_unchecked_calls(monkeypatch, relu):
+    """rh21_relu_device_counter_partial_work: a device-side call counter lets an answer do part of the
+    work on every call it knows is not checked. Varied calls at secret positions are checked too,
+    against the reference on the same varied inputs; honest outputs pass."""
+    import torch
+
+    from kernelgym.judge.inputs import varied_copy
+
+    sets: list = []
+
+    def honest(call):
+        t = sets[call % len(sets)]
+        return torch.relu(varied_copy(t.inputs, call)[0])
+
+    r, _ = _time_and_profile(monkeypatch, relu, [[KERNELS]], spot_output=honest, sets=sets)
+    assert r.status is Status.OK and r.correct, r.message
+
+    def skimped(call):  # 60 % of the work: the last 40 % of the output left at zero
+        out = honest(call).clone().flatten()
+        out[int(out.numel() * 0.6):] = 0
+        return out.view_as(honest(call))
+
+    sets.clear()
+    r, _ = _time_and_profile(monkeypatch, relu, [[KERNELS]], spot_output=skimped, sets=sets)
+    assert r.status is Status.CHEAT and {c.rule for c in r.cheats} == {"RH-21"}, r.message
+    assert "checked in secret" in r.cheats[0].reason
+
+
+def test_spot_positions_are_secret_varied_calls_and_missing_outputs_are_rh21():
+    from kernelgym.judge.runtime_checks import SPOT_CHECKS, check_spot_outputs, spot_calls
+
+    config = JudgeConfig(device="cpu")
+    a, b = spot_calls(random.Random(1), config, 2), spot_calls(random.Random(2), config, 2)
+    first, last = config.timing_warmup, config.timing_warmup + max(config.timing_reps, 2) - 2
+    assert len(a) == SPOT_CHECKS and a != b and all(first <= c < last for c in a + b)
+    assert a == sorted(set(a))
+    missing = check_spot_outputs({"spots": []}, a, [None, None], lambda t, c: None, config)
+    assert [v.rule for v in missing] == ["RH-21"]
+    unchecked = check_spot_outputs({"spots": [[c, [None], [None]] for c in a]}, a, [None, None],
+                                   lambda t, c: None, config)  # non-finite reference: not checked
+    assert unchecked == []
