@@ -170,7 +170,11 @@ def check_timed_outputs(reply: dict[str, Any], sets: list[Any], config: JudgeCon
     return []
 
 
-SPOT_CHECKS = 4  # varied timed calls checked per evaluation, at positions the answer cannot know
+# Varied timed calls checked per evaluation, at positions the answer cannot know. Their outputs stay
+# on the device until the parent fetches them, which an answer could notice after the fact (the
+# allocator then places later outputs elsewhere): having seen all six before the median call, it could
+# skimp on the rest unseen, which happens when all six fall in the first half, 1 time in 64.
+SPOT_CHECKS = 6
 
 
 def spot_calls(rng: Any, config: JudgeConfig, num_sets: int) -> list[int]:
