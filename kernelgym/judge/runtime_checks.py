@@ -170,10 +170,12 @@ def check_timed_outputs(reply: dict[str, Any], sets: list[Any], config: JudgeCon
     return []
 
 
-# Varied timed calls checked per evaluation, at positions the answer cannot know. Their outputs stay
-# on the device until the parent fetches them, which an answer could notice after the fact (the
-# allocator then places later outputs elsewhere): having seen all six before the median call, it could
-# skimp on the rest unseen, which happens when all six fall in the first half, 1 time in 64.
+# Varied timed calls checked per evaluation, at positions the answer cannot know before or during the
+# call. Open gaps (review of 2026-11-24, not yet fixed, tests/redteam/INDEX.md RH-21): the kept outputs
+# stay on the device until the parent fetches them, and kernels may cast ints to pointers, so an answer
+# that logs its output addresses can repair the kept outputs in a later untimed call (the profile's
+# warm-up); and with a timing budget the calls past `timing_reps` are never candidates. Fix: copy kept
+# outputs to the host right after their call, and draw the kept calls over every varied call.
 SPOT_CHECKS = 6
 
 
