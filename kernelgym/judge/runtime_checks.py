@@ -179,11 +179,25 @@ def check_timed_outputs(reply: dict[str, Any], sets: list[Any], config: JudgeCon
 SPOT_CHECKS = 6
 
 
-def spot_calls(rng: Any, config: JudgeConfig, num_sets: int) -> list[int]:
+# Above this output size no call is kept: k + SPOT_CHECKS outputs travel in one reply (capped at
+# 4 GiB) and stay on the GPU through the profile, which must not fail honest answers on large tasks.
+SPOT_MAX_OUTPUT_BYTES = 256 * 2**20
+
+
+def output_bytes(value: Any) -> int:
+    """Bytes of a reference output (a tensor or a list/tuple of them)."""
+    if isinstance(value, (list, tuple)):
+        return sum(output_bytes(v) for v in value)
+    return value.numel() * value.element_size() if hasattr(value, "element_size") else 0
+
+
+def spot_calls(rng: Any, config: JudgeConfig, num_sets: int, out_bytes: int = 0) -> list[int]:
     """The varied timed calls to check, drawn from the evaluation's secret generator among the calls
     every measurement makes (warm-up calls are numbered first, as `timing.time_calls` counts them).
     The reported time is the median, so an answer must skimp on more than half of the calls to
     gain, and then escapes `SPOT_CHECKS` checks with probability below 1 / 2**SPOT_CHECKS."""
+    if out_bytes > SPOT_MAX_OUTPUT_BYTES:
+        return []
     first = config.timing_warmup
     varied = max(config.timing_reps, num_sets) - num_sets
     return sorted(rng.sample(range(first, first + varied), min(SPOT_CHECKS, varied)))

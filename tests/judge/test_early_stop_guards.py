@@ -250,6 +250,12 @@ def test_spot_positions_are_secret_varied_calls_and_missing_outputs_are_rh21():
     first, last = config.timing_warmup, config.timing_warmup + max(config.timing_reps, 2) - 2
     assert len(a) == SPOT_CHECKS and a != b and all(first <= c < last for c in a + b)
     assert a == sorted(set(a))
+    from kernelgym.judge.runtime_checks import SPOT_MAX_OUTPUT_BYTES, output_bytes
+
+    assert spot_calls(random.Random(1), config, 2, SPOT_MAX_OUTPUT_BYTES + 1) == []  # large outputs: none kept
+    import torch
+
+    assert output_bytes([torch.zeros(4, 8), torch.zeros(2, dtype=torch.float64)]) == 4 * 8 * 4 + 16
     missing = check_spot_outputs({"spots": []}, a, [None, None], lambda t, c: None, config)
     assert [v.rule for v in missing] == ["RH-21"]
     unchecked = check_spot_outputs({"spots": [[c, [None], [None]] for c in a]}, a, [None, None],
