@@ -228,12 +228,13 @@ reqs = [{"task_id": it.task_id, "answer": it.answer,
 t0 = time.time()
 ids = client.submit(reqs).ids
 killed = None
-if a.kill:  # once an answer is done and every actor has work in flight: whichever is killed loses some
+if a.kill:  # once every actor has work in flight: whichever is killed loses some. Not "once an answer is
+    # done" too: an actor's concurrent answers finish within a poll of each other, so that window can be empty.
     while True:
         done = sum(r.final for r in client.wait(ids, timeout=0))
         health = client.health()
         in_flight, workers = health["in_flight"], health["backend"]["workers"]
-        if done == len(ids) or (done >= 1 and len(workers) >= a.actors and all(w["in_flight"] for w in workers)):
+        if done == len(ids) or (len(workers) >= a.actors and all(w["in_flight"] for w in workers)):
             break
         time.sleep(0.1)
     mark = f"MULTIGPU_CHECK_RUN={os.environ['MULTIGPU_CHECK_RUN']}".encode()
