@@ -83,13 +83,14 @@ _TRUSTED: dict = {}  # harness functions captured before the answer is imported
 def bind_trusted() -> None:
     """Capture the harness functions the session calls: an answer that rebinds the module
     attributes (reached through `sys.modules`, which the static rules forbid) changes nothing here."""
-    from kernelgym.judge import inputs, launch_hook, op_audit, profiling, provenance, timing
+    from kernelgym.judge import inputs, launch_hook, op_audit, profiling, provenance, spot, timing
 
-    _TRUSTED.update(op_recording=op_audit.recording, forbidden_ops=op_audit.forbidden,time_calls=timing.time_calls, profile_kernels=profiling.profile_kernels,
+    _TRUSTED.update(op_recording=op_audit.recording, forbidden_ops=op_audit.forbidden, time_calls=timing.time_calls,
+                    profile_kernels=profiling.profile_kernels, spot_reservoir=spot.SpotReservoir,
                     take=launch_hook.take, record_storages=launch_hook.record_storages,
                     recorded_storages=launch_hook.recorded_storages, marked_copies=provenance.marked_copies,
                     digest=inputs.digest, harness_snapshot=harness_snapshot, ship_outputs=ship_outputs,
-                    output_type_problems=output_type_problems)
+                    hold_on_host=hold_on_host, output_type_problems=output_type_problems)
 
 
 def _warm_up(device: str) -> None:
@@ -318,9 +319,11 @@ class _Session:
         sets = self.timing_sets  # the profile reuses them: no second transfer
         try:
             self.spot_outputs = {}
+            spots = _TRUSTED["spot_reservoir"](int(msg.get("spot_seed", 0)), int(msg.get("spot_size", 0)))
             times, wall, self.timed_outputs = _TRUSTED["time_calls"](
                 self.model, sets, msg["warmup"], msg["reps"], msg["flush_bytes"], msg.get("budget_s", 0.0),
-                after_call=self._after_timed_call, keep=frozenset(msg.get("keep", ())), kept=self.spot_outputs)
+                after_call=self._after_timed_call, hold=_TRUSTED["hold_on_host"], spots=spots,
+                kept=self.spot_outputs)
         except _Flagged as f:
             return f.reply
         except BaseException as e:  # noqa: BLE001
@@ -343,8 +346,8 @@ class _Session:
         hooked = self._hooked()
         if hooked:
             return {"hooked": hooked}
-        shipped = [_TRUSTED["ship_outputs"](out) for out in self.timed_outputs]
-        spots = [(call, _TRUSTED["ship_outputs"](out)) for call, out in sorted(self.spot_outputs.items())]
+        shipped = list(self.timed_outputs)  # held on the host right after their calls (`hold_on_host`)
+        spots = sorted(self.spot_outputs.items())
         bad = [b for s in shipped + [s for _, s in spots] for b in s.get("bad_types", [])]
         if bad:
             return {"bad_types": bad}
@@ -470,6 +473,19 @@ def ship_outputs(out: object) -> dict:
     return {"outputs": outs, "layout": layout, "is_sequence": type(out) in (tuple, list)}
 
 
+def hold_on_host(out: object) -> dict:
+    """A timed output as the reply will carry it (`ship_outputs`: its layout read on the device),
+    its tensors copied to pageable host memory at once: a kernel that forges pointers cannot reach
+    it there, and no later call of the answer can repair on the device what it skimped (RH-21)."""
+    import torch
+
+    shipped = ship_outputs(out)
+    if "outputs" in shipped:
+        shipped["outputs"] = [torch.Tensor.to(o, "cpu", copy=True) if type(o) is torch.Tensor else o
+                              for o in shipped["outputs"]]
+    return shipped
+
+
 def _type_name(o: object) -> str:
     """The class name read through `type`'s own descriptor: a metaclass cannot run code here."""
     return type.__dict__["__name__"].__get__(type(o), type)
@@ -498,7 +514,9 @@ _HARNESS = (
     ("kernelgym.judge.launch_hook", ("install", "take", "record_storages", "recorded_storages", "_record",
                                      "_reject_constexpr_tensors")),
     ("kernelgym.judge.provenance", ("marked_copies", "input_storages", "_xor_all", "_byte_view")),
-    ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "ship_outputs", "output_type_problems",
+    ("kernelgym.judge.spot", ("SpotReservoir",)),
+    ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "ship_outputs", "hold_on_host",
+                               "output_type_problems",
                                "_hooks_now", "_type_name")),
     ("time", ("perf_counter",)),
     ("triton.runtime.jit", ("JITFunction",)),

@@ -42,10 +42,10 @@ from kernelgym.judge.runtime_checks import (
     profile_verdicts,
     provenance_verdicts,
     output_bytes,
-    spot_calls,
     torch_ops_verdicts,
 )
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
+from kernelgym.judge.spot import expected_spots, spot_count
 from kernelgym.judge.timing import GpuHold, gpu_lock
 from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
 from kernelgym.judge.versions import software_versions
@@ -381,13 +381,15 @@ def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, r
         # profiler's teardown and the reading of its records, which need no GPU.
         prof: dict[str, Any] = {"error": "not profiled"}
         profile_reps = PROFILE_REPS
-        # secret: which varied calls are checked (none for large outputs)
-        spots = spot_calls(rng, config, len(sets), output_bytes(sets[0].expected))
+        # Secret: the seed of the uniform sample of varied calls whose outputs are checked (fewer calls
+        # for large outputs, `spot_count`); revealed only with the request that runs them.
+        spot_seed = rng.getrandbits(63)
+        spot_size = spot_count(output_bytes(sets[0].expected), len(sets), config.max_message_bytes)
         with clock.locked(result.device, exclusive=True):
             with clock("measure"):
                 reply = child.request({"op": "time", "warmup": config.timing_warmup, "reps": config.timing_reps,
                                        "flush_bytes": config.l2_flush_bytes, "budget_s": config.timing_budget_s,
-                                       "keep": spots})
+                                       "spot_seed": spot_seed, "spot_size": spot_size})
             if config.profile and "error" not in reply:
                 with clock("profile"):
                     prof = child.request({"op": "profile", "reps": PROFILE_REPS, "notify": True})
@@ -416,6 +418,8 @@ def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, r
             outputs = child.request({"op": "timed_outputs"}, yield_to=hold)
             result.cheats.extend(check_timed_outputs(outputs, sets, config))
         if not result.cheats:  # reference runs and comparisons: GPU work, in a shared hold of their own
+            # The calls the child had to keep follow from the seed and the number of varied calls it ran.
+            spots = expected_spots(spot_seed, spot_size, config.timing_warmup, len(reply["times_ms"]) - len(sets))
             with clock.locked(result.device, exclusive=False):
                 result.cheats.extend(check_spot_outputs(outputs, spots, sets, _spot_expected(reference), config))
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])

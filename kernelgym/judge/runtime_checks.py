@@ -170,37 +170,11 @@ def check_timed_outputs(reply: dict[str, Any], sets: list[Any], config: JudgeCon
     return []
 
 
-# Varied timed calls checked per evaluation, at positions the answer cannot know before or during the
-# call. Open gaps (review of 2026-11-24, not yet fixed, tests/redteam/INDEX.md RH-21): the kept outputs
-# stay on the device until the parent fetches them, and kernels may cast ints to pointers, so an answer
-# that logs its output addresses can repair the kept outputs in a later untimed call (the profile's
-# warm-up); and with a timing budget the calls past `timing_reps` are never candidates. Fix: copy kept
-# outputs to the host right after their call, and draw the kept calls over every varied call.
-SPOT_CHECKS = 6
-
-
-# Above this output size no call is kept: k + SPOT_CHECKS outputs travel in one reply (capped at
-# 4 GiB) and stay on the GPU through the profile, which must not fail honest answers on large tasks.
-SPOT_MAX_OUTPUT_BYTES = 256 * 2**20
-
-
 def output_bytes(value: Any) -> int:
     """Bytes of a reference output (a tensor or a list/tuple of them)."""
     if isinstance(value, (list, tuple)):
         return sum(output_bytes(v) for v in value)
     return value.numel() * value.element_size() if hasattr(value, "element_size") else 0
-
-
-def spot_calls(rng: Any, config: JudgeConfig, num_sets: int, out_bytes: int = 0) -> list[int]:
-    """The varied timed calls to check, drawn from the evaluation's secret generator among the calls
-    every measurement makes (warm-up calls are numbered first, as `timing.time_calls` counts them).
-    The reported time is the median, so an answer must skimp on more than half of the calls to
-    gain, and then escapes `SPOT_CHECKS` checks with probability below 1 / 2**SPOT_CHECKS."""
-    if out_bytes > SPOT_MAX_OUTPUT_BYTES:
-        return []
-    first = config.timing_warmup
-    varied = max(config.timing_reps, num_sets) - num_sets
-    return sorted(rng.sample(range(first, first + varied), min(SPOT_CHECKS, varied)))
 
 
 def check_spot_outputs(reply: dict[str, Any], spots: list[int], sets: list[Any], expected_for: Any,

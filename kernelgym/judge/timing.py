@@ -14,12 +14,13 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from kernelgym.judge.inputs import clone_values, varied_copy
+from kernelgym.judge.spot import SpotReservoir
 
 @contextlib.contextmanager
 def gpu_lock(device: str, exclusive: bool) -> Iterator["GpuHold | None"]:
@@ -151,7 +152,8 @@ def time_calls(
     budget_s: float = 0.0,
     max_reps: int = 10_000,
     after_call: Callable[[Any], None] | None = None,
-    keep: Collection[int] = (),
+    hold: Callable[[Any], Any] | None = None,
+    spots: SpotReservoir | None = None,
     kept: dict[int, Any] | None = None,
 ) -> tuple[list[float], list[float], list[Any]]:
     """Time `fn` on CUDA. Returns (event ms per call, host wall ms per call, last output per input set).
@@ -163,11 +165,17 @@ def time_calls(
     The last call per set runs on the set as given and its output is returned for validation.
     `after_call(out)` runs after every call (warm-up included) before anything else touches its
     output: the candidate's guard against outputs and torch modes that run code later (it raises).
-    `keep`: numbers of varied calls (counted from 0 with the warm-up calls) whose outputs go into `kept`,
-    for the judge's secret spot checks: an answer that does part of the work on the calls it guesses
-    are not checked is caught there (RH-21).
+    `hold(out)` is what is kept of an output that is checked later (the last one per set, the spot
+    calls'), taken right after `after_call`, before `fn` runs again: the child's host copy, so
+    that no later call (the profile's warm-up, say) can repair on the device an output it
+    skimped on. `spots` is offered every varied call (numbered from 0 with the warm-up calls) and
+    keeps a secret uniform sample of them; `kept[call]` gets the held output of each call it kept,
+    for the judge's spot checks: an answer that does part of the work on calls it guesses are not
+    checked is caught there (RH-21).
     """
     check = after_call or (lambda out: None)
+    held = hold or (lambda out: out)
+    slots: list[tuple[int, Any]] = []  # (call, held output) per reservoir slot
     k = len(input_sets)
     flush = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device="cuda")
     events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
@@ -205,10 +213,18 @@ def time_calls(
         while call - warmup < max(reps, k) - k or (time.perf_counter() - began < budget_s
                                                     and call - warmup < max_reps - k):
             out = timed(call, varied_copy(input_sets[call % k], call))
-            if call in keep and kept is not None:
-                kept[call] = out
+            slot = spots.offer(call) if spots is not None else None
+            if slot is not None:
+                entry = (call, held(out))
+                if slot < len(slots):
+                    slots[slot] = entry
+                else:
+                    slots.append(entry)
+            del out
             call += 1
         for j in range(k):
-            outputs[(call + j) % k] = timed(call + j, clone_values(input_sets[(call + j) % k]))
+            outputs[(call + j) % k] = held(timed(call + j, clone_values(input_sets[(call + j) % k])))
+    if kept is not None:
+        kept.update(dict(slots))
     times = [s.elapsed_time(e) for s, e in events]
     return times, wall, outputs
