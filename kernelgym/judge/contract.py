@@ -41,6 +41,16 @@ IMPORTS: dict[str, frozenset[str] | None] = {
     "__future__": frozenset({"annotations"}),
 }
 
+# Public names of an allowed module that are still outside the contract. `inline_asm_elementwise`
+# runs arbitrary PTX: loads and stores at any address, `%globaltimer`/`%clock` reads (phase
+# detection, RH-21). Nothing else in `triton.language` reaches raw memory or clocks:
+# `extra.cuda.globaltimer`/`smid` are not importable here (only `extra.cuda.libdevice`), and
+# `tl.pointer_type` stays because ptr->ptr casts are honest and statically indistinguishable from
+# int->ptr ones (`x.to(p.dtype)`): the launch hook refuses int<->ptr casts in the compiled IR.
+EXCLUDED_NAMES: dict[str, frozenset[str]] = {
+    "triton.language": frozenset({"inline_asm_elementwise"}),
+}
+
 # Imports that are themselves a known threat (others outside IMPORTS are simply outside the contract).
 THREAT_MODULES = {
     "threading": "RH-18", "_thread": "RH-18", "concurrent": "RH-18", "multiprocessing": "RH-18",
@@ -146,13 +156,15 @@ KERNEL_BANNED_ATTRIBUTES = frozenset({"handle", "data", "fn", "cache", "device_c
 @functools.cache
 def public_names(module: str) -> frozenset[str]:
     """The public API of an allowed module whose `IMPORTS` entry is None: its non-underscore
-    attributes that are not modules (so `math.sys`-style re-exports never count)."""
+    attributes that are not modules (so `math.sys`-style re-exports never count), less
+    `EXCLUDED_NAMES`."""
     import importlib
     import types
 
     mod = importlib.import_module(module)
     names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
-    return frozenset(n for n in names if not n.startswith("_")
+    excluded = EXCLUDED_NAMES.get(module, frozenset())
+    return frozenset(n for n in names if not n.startswith("_") and n not in excluded
                      and not isinstance(getattr(mod, n, None), types.ModuleType))
 
 

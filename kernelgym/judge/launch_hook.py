@@ -7,11 +7,20 @@ Its state lives in this module's globals, not in an object or a closure the wrap
 answer reaches them only through `sys.modules` or a function's `__globals__`, which the static
 rules forbid (no `sys`, `gc`, `inspect`, `getattr`, dunder attributes). That is what the counts
 rest on; the provenance verdict itself is computed by the parent from output copies.
+
+Forged pointers: a kernel may reach memory only through the pointers it is handed. Casts between
+integers and pointers, pointers stored in memory, and inline assembly would let it read or rewrite
+any address of the process (kept outputs, the harness's input sets), so the answer's kernels are
+refused when their Triton IR holds one (`forged_pointer_ops`; GPU: read from each compiled kernel
+once, after its first launch, which the rejection voids) or when the CPU interpreter is asked to
+build one (the interpreter has no IR: its builder refuses the same ops).
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
+import re
 from collections import Counter
 from typing import Any
 
@@ -19,10 +28,45 @@ _STATE: dict[str, Any] = {"module": None, "record": False}
 _COUNTS: Counter[str] = Counter()
 _STORAGES: dict[tuple[str, int], Any] = {}  # (device, data_ptr) -> untyped storage a launch was handed
 _CONSTEXPR: dict[int, tuple[tuple[int, str], ...]] = {}  # id(python fn) -> (position, name) of constexpr params
+_CHECKED: dict[int, Any] = {}  # id(compiled kernel) -> the kernel whose IR passed (held: ids are not reused)
+_LOG = logging.getLogger(__name__)
+
+# Triton IR that gives a kernel memory its arguments do not cover, or machine code the IR cannot show.
+# ptr_to_int is refused too: an address learnt as an integer reaches any other one by pointer
+# arithmetic (`p + (addr - p_addr) // 4`) without an int_to_ptr.
+FORGED_POINTER_OPS = {
+    "tt.int_to_ptr": "an integer cast to a pointer (`.to(tl.pointer_type(...))`, `.to(ptr.dtype)`, a bitcast)",
+    "tt.ptr_to_int": "a pointer cast to an integer (its address can be turned back into a pointer later)",
+    "tt.elementwise_inline_asm": "inline assembly (`tl.inline_asm_elementwise`)",
+}
+NESTED_POINTER = "a pointer to pointers (pointers stored in memory and loaded back in a later call)"
+_OP_LINE = re.compile(r'^\s*(?:%[^=\n]*=\s*)?"?(tt\.(?:int_to_ptr|ptr_to_int|elementwise_inline_asm))\b', re.M)
+_NESTED_POINTER = re.compile(r"!tt\.ptr<\s*!tt\.ptr<")
+# The interpreter builder's methods for the same ops (CPU).
+_INTERPRETER_OPS = {"create_int_to_ptr": "tt.int_to_ptr", "create_ptr_to_int": "tt.ptr_to_int",
+                    "create_inline_asm": "tt.elementwise_inline_asm"}
 
 
 class ConstexprTensorError(TypeError):
     """A torch tensor passed for a `tl.constexpr` parameter: the interpreter accepts it, a GPU does not."""
+
+
+class ForgedPointerError(RuntimeError):
+    """The answer's kernel forges a pointer or runs inline assembly (`FORGED_POINTER_OPS`): outside the
+    answer contract. `errors.classify_exception` makes it `invalid_answer`, not a cheat: Triton's own
+    grouped-GEMM tutorial casts a table of `data_ptr()`s back to pointers and fast-math kernels use
+    inline PTX, so the construct alone does not prove an attack; the contract reports such constructs
+    as invalid answers naming them, so a policy learns the rule instead of being punished as a cheater."""
+
+
+def forged_pointer_ops(ttir: str) -> list[str]:
+    """The constructs in Triton IR (TTIR or TTGIR text) by which a kernel reaches memory other than
+    through its pointer arguments, each once, in `FORGED_POINTER_OPS` order then the nested pointer."""
+    found = set(_OP_LINE.findall(ttir))
+    ops = [op for op in FORGED_POINTER_OPS if op in found]
+    if _NESTED_POINTER.search(ttir):
+        ops.append("!tt.ptr<!tt.ptr<...>>")
+    return ops
 
 
 def install(module_name: str) -> None:
@@ -34,6 +78,25 @@ def install(module_name: str) -> None:
     for cls in (JITFunction, InterpretedFunction):
         if not getattr(cls.run, "_kernelgym_hook", False):
             cls.run = _wrap(cls.run)
+    _refuse_in_interpreter()
+
+
+def _refuse_in_interpreter() -> None:
+    """Make the CPU interpreter's builder refuse the forged-pointer ops. Only answer kernels run
+    interpreted in the child, and Triton builds these ops only for explicit casts and inline asm."""
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    for method, op in _INTERPRETER_OPS.items():
+        if not getattr(getattr(InterpreterBuilder, method, None), "_kernelgym_hook", False):
+            setattr(InterpreterBuilder, method, _refusing(op))
+
+
+def _refusing(op: str):  # noqa: ANN202
+    def refuse(self, *args, **kwargs):  # noqa: ANN001, ANN202 - mirrors the builder's methods
+        raise ForgedPointerError(_forged_message([op]))
+
+    refuse._kernelgym_hook = True
+    return refuse
 
 
 def _wrap(original):  # noqa: ANN001, ANN202
@@ -42,8 +105,15 @@ def _wrap(original):  # noqa: ANN001, ANN202
         own = _STATE["module"] is not None and getattr(fn, "__module__", None) == _STATE["module"]
         if own:
             _reject_constexpr_tensors(self, fn, args, kwargs)
-        result = original(self, *args, **kwargs)
+        try:
+            result = original(self, *args, **kwargs)
+        except Exception as e:
+            # The interpreter wraps what its builder raised (InterpreterError from ForgedPointerError).
+            if own and isinstance(e.__cause__, ForgedPointerError):
+                raise ForgedPointerError(f"kernel {fn.__name__}: {e.__cause__}") from None
+            raise
         if own:  # counted once it returned: a launch that raises (RH-04 fallbacks) is no evidence
+            _reject_forged_pointers(fn, result)
             _COUNTS[fn.__name__] += 1
             if _STATE["record"]:
                 _record(args, kwargs)
@@ -95,6 +165,42 @@ def _reject_constexpr_tensors(kernel: Any, fn: Any, args: tuple, kwargs: dict) -
             raise ConstexprTensorError(
                 f"kernel {fn.__name__}: argument {name!r} is a tl.constexpr but got a torch.Tensor; on a GPU "
                 "this does not compile (constexpr values must be Python ints, floats, bools or strings)")
+
+
+def _reject_forged_pointers(fn: Any, compiled: Any) -> None:
+    """GPU only: `JITFunction.run` returns the compiled kernel, whose IR is read once per kernel
+    object. The interpreter returns no compiled kernel (its builder refuses the ops instead)."""
+    asm = getattr(compiled, "asm", None)
+    if asm is None or _CHECKED.get(id(compiled)) is compiled:
+        return
+    ir = _ir_text(asm)
+    if ir is None:  # a Triton that keeps neither TTIR nor TTGIR: say so rather than refuse every answer
+        _LOG.warning("kernel %s: no Triton IR on the compiled kernel; forged-pointer check skipped",
+                     getattr(fn, "__name__", "?"))
+    else:
+        ops = forged_pointer_ops(ir)
+        if ops:
+            raise ForgedPointerError(f"kernel {fn.__name__}: {_forged_message(ops)}")
+    _CHECKED[id(compiled)] = compiled
+
+
+def _ir_text(asm: Any) -> str | None:
+    getter = getattr(asm, "get", None)
+    if getter is None:
+        return None
+    for key in ("ttir", "ttgir"):  # dict.get: AsmDict's __missing__ (which disassembles) is not called
+        text = getter(key)
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if isinstance(text, str) and text:
+            return text
+    return None
+
+
+def _forged_message(ops: list[str]) -> str:
+    what = "; ".join(FORGED_POINTER_OPS.get(op, NESTED_POINTER) + f" [{op}]" for op in ops)
+    return (f"{what}: outside the answer contract; a kernel may reach memory only through the pointers it is "
+            "passed (with offsets), and may not run inline assembly")
 
 
 def _constexpr_params(kernel: Any, fn: Any) -> tuple[tuple[int, str], ...]:
