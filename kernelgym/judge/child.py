@@ -512,7 +512,8 @@ _HARNESS = (
     ("kernelgym.judge.protocol", ("send", "recv")),
     ("kernelgym.judge.inputs", ("make_inputs", "digest", "varied_copy", "clone_values", "swap_probe")),
     ("kernelgym.judge.launch_hook", ("install", "take", "record_storages", "recorded_storages", "_record",
-                                     "_reject_constexpr_tensors")),
+                                     "_reject_constexpr_tensors", "_reject_forged_pointers", "forged_pointer_ops",
+                                     "_ir_text", "_forged_message")),
     ("kernelgym.judge.provenance", ("marked_copies", "input_storages", "_xor_all", "_byte_view")),
     ("kernelgym.judge.spot", ("SpotReservoir",)),
     ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "ship_outputs", "hold_on_host",
@@ -528,6 +529,9 @@ _HARNESS_METHODS = (
     ("torch.cuda", "Event", ("record", "elapsed_time", "synchronize")),
     ("torch", "Tensor", ("detach", "clone", "copy_", "stride", "is_contiguous", "untyped_storage", "reshape",
                          "view", "set_", "bitwise_xor_", "to", "contiguous")),
+    # the launch hook's refusals of forged pointers on the CPU (`launch_hook._refuse_in_interpreter`)
+    ("triton.runtime.interpreter", "InterpreterBuilder", ("create_int_to_ptr", "create_ptr_to_int",
+                                                          "create_inline_asm")),
 )
 
 

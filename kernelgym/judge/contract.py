@@ -120,13 +120,17 @@ TENSOR_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "l
                                "data", "is_leaf"})
 # Tensor methods code may call: metadata, views, allocation alike the tensor, memsets.
 TENSOR_METHODS = frozenset({
-    "size", "stride", "numel", "dim", "ndimension", "nelement", "element_size", "is_contiguous", "data_ptr",
+    "size", "stride", "numel", "dim", "ndimension", "nelement", "element_size", "is_contiguous",
     "storage_offset", "is_floating_point", "is_complex", "get_device", "view", "view_as", "reshape", "reshape_as",
     "contiguous", "permute", "transpose", "t", "unsqueeze", "squeeze", "flatten", "unflatten", "expand",
     "expand_as", "narrow", "select", "chunk", "split", "unbind", "movedim", "swapaxes", "swapdims", "detach",
     "as_strided", "unfold", "diagonal", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
     "zero_", "fill_", "cuda", "requires_grad_",
 })  # fmt: skip
+# Methods that give a device address as an integer: with it a kernel reaches any other address of the
+# process by pointer arithmetic from a pointer it was handed (no cast the IR check would see). Kernels
+# take tensors, never addresses; outside the contract everywhere.
+ADDRESS_METHODS = frozenset({"data_ptr"})
 # Tensor/module methods whose use anywhere is a known threat (hooks run code the rules never see called).
 THREAT_METHODS = {
     "register_forward_hook": "RH-20", "register_forward_pre_hook": "RH-20", "register_full_backward_hook": "RH-20",

@@ -301,6 +301,10 @@ class _Rules(DefinitionRules):
             rule = C.THREAT_METHODS[attr]
             self.threat(rule, node, f"'.{attr}' is not allowed in an answer")
             return
+        if attr in C.ADDRESS_METHODS and self.context != "kernel":
+            self.outside(node, f"'.{attr}()': a device address as an integer (pass the tensor to the kernel; "
+                               "kernels reach memory only through the pointers they are handed)")
+            return
         if self.context == "kernel":
             if attr in C.KERNEL_BANNED_ATTRIBUTES or attr not in C.kernel_value_attributes():
                 self.outside(node, f"'.{attr}' on a value inside a kernel (exists only under the CPU interpreter or "

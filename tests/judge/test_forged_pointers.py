@@ -256,3 +256,16 @@ def test_compiled_kernels_on_a_gpu(path, task, expect):
     assert result.status.value == expect, (result.status.value, result.message)
     if expect == "invalid_answer":
         assert "ForgedPointerError" in result.message
+
+
+def test_data_ptr_is_outside_the_contract_wherever_it_is_read():
+    """An address as an int reaches any other address by offset arithmetic from a pointer the kernel
+    was handed (tt.addptr only): no IR check can refuse that, so the address never reaches a kernel."""
+    from kernelgym.judge.static_checks import analyse
+
+    head = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+    for body in ("    def forward(self, x):\n        return x.data_ptr()\n",
+                 "    def __init__(self):\n        super().__init__()\n        self.a = torch.zeros(1).data_ptr()\n",
+                 "    def forward(self, x):\n        f = x.data_ptr\n        return f()\n"):
+        report = analyse(head + body)
+        assert any("data_ptr" in v and "outside the answer contract" in v for v in report.violations), report
