@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$out/gpu.txt"
 rc=0
 if [[ $stage == tests || $stage == all ]]; then
-  python -m pytest -m gpu -q -p no:cacheprovider tests/gpu 2>&1 | tee "$out/gpu_tests.log" || rc=1
+  python -m pytest -m gpu -q -p no:cacheprovider tests/gpu tests/judge 2>&1 | tee "$out/gpu_tests.log" || rc=1
 fi
 if [[ $stage == run || $stage == all ]]; then
   python -m kernelgym.cli run --device cuda --jobs "${JOBS:-6}" ${RUN_ARGS:-} --json-out "$out/run.jsonl" 2>&1 | tee "$out/run.log" || rc=1
