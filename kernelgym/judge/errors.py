@@ -5,14 +5,14 @@ from __future__ import annotations
 import signal
 import traceback
 
-from kernelgym.judge.launch_hook import ForgedPointerError
+from kernelgym.judge.launch_hook import ForgedPointerError, KernelArgumentError
 
 MAX_ERROR_CHARS = 2000
 
 
 def classify_exception(e: BaseException, phase: str) -> tuple[str, str]:
     """(status value, fault detail) for an exception raised by candidate code in `phase`."""
-    if isinstance(e, ForgedPointerError):  # outside the answer contract (why not a cheat: its docstring)
+    if isinstance(e, (ForgedPointerError, KernelArgumentError)):  # outside the answer contract (docstrings)
         return "invalid_answer", ""
     text = f"{type(e).__name__}: {e}"
     if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError" or "out of memory" in text.lower():

@@ -14,6 +14,11 @@ any address of the process (kept outputs, the harness's input sets), so the answ
 refused when their Triton IR holds one (`forged_pointer_ops`; GPU: read from each compiled kernel
 once, after its first launch, which the rejection voids) or when the CPU interpreter is asked to
 build one (the interpreter has no IR: its builder refuses the same ops).
+
+Arguments: a GPU launch passes tensors as pointers and scalars, strings and dtypes as values; the
+CPU interpreter passes anything else (a list, a dict, an object, a function) into the kernel body
+untouched, where Python could run torch on it. So every argument of the answer's launches must be
+what a GPU launch takes (`argument_problem`), with no tensor under a `tl.constexpr` at any depth.
 """
 
 from __future__ import annotations
@@ -47,7 +52,13 @@ _INTERPRETER_OPS = {"create_int_to_ptr": "tt.int_to_ptr", "create_ptr_to_int": "
                     "create_inline_asm": "tt.elementwise_inline_asm"}
 
 
-class ConstexprTensorError(TypeError):
+class KernelArgumentError(TypeError):
+    """An argument of the answer's kernel launch that a GPU launch does not take (`argument_problem`):
+    outside the answer contract, so `errors.classify_exception` makes it `invalid_answer`, naming the
+    parameter. Under the CPU interpreter such a value reaches the kernel body as the Python object."""
+
+
+class ConstexprTensorError(KernelArgumentError):
     """A torch tensor passed for a `tl.constexpr` parameter: the interpreter accepts it, a GPU does not."""
 
 
@@ -104,7 +115,7 @@ def _wrap(original):  # noqa: ANN001, ANN202
         fn = getattr(self, "fn", None)
         own = _STATE["module"] is not None and getattr(fn, "__module__", None) == _STATE["module"]
         if own:
-            _reject_constexpr_tensors(self, fn, args, kwargs)
+            _check_arguments(self, fn, args, kwargs)
         try:
             result = original(self, *args, **kwargs)
         except Exception as e:
@@ -151,6 +162,63 @@ def _record(args: tuple, kwargs: dict) -> None:
         if isinstance(base, torch.Tensor):
             storage = base.untyped_storage()
             _STORAGES.setdefault((str(base.device), storage.data_ptr()), storage)
+
+
+def _check_arguments(kernel: Any, fn: Any, args: tuple, kwargs: dict) -> None:
+    """Refuse a launch of the answer's kernel with an argument a GPU launch does not take (positional
+    or keyword, values heuristics added included; launch options such as `num_warps` are Triton's)."""
+    _reject_constexpr_tensors(kernel, fn, args, kwargs)
+    names = _param_names(kernel, fn)
+    bound = dict(zip(names, args)) | {k: v for k, v in kwargs.items() if k in names}
+    constexpr = {name for _, name in _constexpr_params(kernel, fn)}
+    for name, value in bound.items():
+        problem = argument_problem(value, name, name in constexpr)
+        if problem is not None:
+            raise KernelArgumentError(
+                f"kernel {fn.__name__}: argument {name!r} {problem}; a Triton launch takes only torch tensors, "
+                "ints, floats, bools, None, strings, Triton dtypes, tl.constexpr values, TensorDescriptors and "
+                "tuples of these, with no tensor in a tl.constexpr")
+
+
+def argument_problem(value: Any, where: str, constexpr: bool = False) -> str | None:
+    """Why `value` (the argument, or the part of it at `where`) cannot be a kernel argument, or None
+    when a GPU launch takes it. `constexpr`: it is (inside) a `tl.constexpr` parameter's value."""
+    import torch
+    import triton.language as tl
+
+    kind = type(value)
+    at = "" if where.isidentifier() else f" at {where}"
+    if value is None or kind in (bool, int, float, str):
+        return None
+    if kind in (torch.Tensor, torch.nn.Parameter):
+        return f"holds a torch.Tensor{at} inside a tl.constexpr (a GPU does not compile it)" if constexpr else None
+    if kind in (tuple, torch.Size):
+        problems = (argument_problem(item, f"{where}[{i}]", constexpr) for i, item in enumerate(value))
+        return next((p for p in problems if p is not None), None)
+    if kind.__module__.startswith("triton."):  # Triton's own classes, not answer subclasses of them
+        if isinstance(value, tl.constexpr):  # a wrapper: what it wraps is the argument
+            return argument_problem(value.value, f"{where}.value", True)
+        if isinstance(value, tl.dtype):
+            return None
+        if kind.__name__ in ("TensorWrapper", "TensorDescriptor"):  # triton.reinterpret(...), TMA descriptors
+            if constexpr:
+                return f"holds a {kind.__name__}{at} inside a tl.constexpr (a GPU does not compile it)"
+            return _wrapped_tensor_problem(value, where)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return f"is a {name}{at}"
+
+
+def _wrapped_tensor_problem(value: Any, where: str) -> str | None:
+    import torch
+
+    base = getattr(value, "base", None)
+    if type(base) not in (torch.Tensor, torch.nn.Parameter):
+        return f"wraps a {type(base).__name__} at {where}.base, not a torch.Tensor"
+    for field in ("shape", "strides", "block_shape"):
+        for i, item in enumerate(getattr(value, field, None) or ()):
+            if type(item) is not int:
+                return f"has a {type(item).__name__} at {where}.{field}[{i}], not an int"
+    return None
 
 
 def _reject_constexpr_tensors(kernel: Any, fn: Any, args: tuple, kwargs: dict) -> None:
@@ -201,6 +269,14 @@ def _forged_message(ops: list[str]) -> str:
     what = "; ".join(FORGED_POINTER_OPS.get(op, NESTED_POINTER) + f" [{op}]" for op in ops)
     return (f"{what}: outside the answer contract; a kernel may reach memory only through the pointers it is "
             "passed (with offsets), and may not run inline assembly")
+
+
+def _param_names(kernel: Any, fn: Any) -> list[str]:
+    """The kernel's parameter names: Triton's own lists (`arg_names`, then `params`), else the signature."""
+    names = getattr(kernel, "arg_names", None)
+    if names is None and getattr(kernel, "params", None) is not None:
+        names = [p.name for p in kernel.params]
+    return list(names) if names is not None else list(inspect.signature(fn).parameters)
 
 
 def _constexpr_params(kernel: Any, fn: Any) -> tuple[tuple[int, str], ...]:

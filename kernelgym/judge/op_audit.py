@@ -3,10 +3,13 @@
 The static contract forbids torch compute outside kernels; this is its run-time twin, so that a
 route the static rules miss is still seen, on the CPU too (where no profile exists and a "token"
 copy kernel would otherwise carry torch's result past the provenance check). During correctness
-calls the child enters a trusted `TorchDispatchMode` that counts every aten operator; launches of
-Triton kernels (and Triton's own autotuning and interpreter bookkeeping) are paused. What forward
-may run is an allowlist: allocation, views, metadata and layout copies (`.contiguous()` of a view;
-GPU profiles see their time). Anything else is arithmetic the answer did with torch.
+calls the child enters a trusted `TorchDispatchMode` that counts every aten operator; only Triton's
+own machinery is paused: a kernel launch (the interpreter's argument copies included) and the
+benchmarker autotune times configs with. Whatever the answer hands Triton to call is its own code
+and stays counted: heuristics' value functions, autotune's hooks, pruning and performance model,
+the launch grid, and the function a benchmarker runs. What forward may run is an allowlist:
+allocation, views, metadata and layout copies (`.contiguous()` of a view; GPU profiles see their
+time). Anything else is arithmetic the answer did with torch.
 
 Runs in the child, so it is a harness observation: the contract keeps answer code from reaching
 dispatch modes (`torch.utils`, `torch._C`, `torch.overrides` and dunders are outside it), and the
@@ -67,7 +70,7 @@ def recording() -> Iterator[None]:
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
-    """Triton's own work (a launch, an autotuning sweep) is not the answer's torch compute."""
+    """Triton's own work (a launch, a benchmarker's timing) is not the answer's torch compute."""
     _STATE["paused"] += 1
     try:
         yield
@@ -75,26 +78,71 @@ def paused() -> Iterator[None]:
         _STATE["paused"] -= 1
 
 
+@contextlib.contextmanager
+def resumed() -> Iterator[None]:
+    """Answer code Triton calls from inside its paused machinery (a grid, a benchmarked function)."""
+    depth, _STATE["paused"] = _STATE["paused"], 0
+    try:
+        yield
+    finally:
+        _STATE["paused"] = depth
+
+
 def forbidden() -> dict[str, int]:
     """Operators outside `ALLOWED_OPS` counted by the last `recording()`, with their counts."""
     return {name: n for name, n in sorted(_OPS.items()) if name not in ALLOWED_OPS}
 
 
+# Triton's benchmarkers, wherever a Triton version binds them (autotune asks `driver.active` for
+# `triton.testing.do_bench` when it times; older versions imported it into the autotuner module).
+_BENCHMARKERS = (("triton.testing", "do_bench"), ("triton.testing", "do_bench_cudagraph"),
+                 ("triton.runtime.autotuner", "do_bench"))
+
+
 def pause_triton_entry_points() -> None:
-    """Pause recording inside every Triton entry point an answer's kernel goes through
-    (autotuner, heuristics, jit and interpreter launches), whoever the caller is."""
-    from triton.runtime.autotuner import Autotuner, Heuristics
+    """Pause recording inside Triton's own machinery only (module docstring), whoever the caller is:
+    `JITFunction.run` and `InterpretedFunction.run` (the answer's grid callable is resumed inside),
+    and Triton's benchmarkers (the function they time is resumed inside). `Heuristics.run` and
+    `Autotuner.run` stay recorded: the value functions, hooks and pruning they call are answer code."""
+    import importlib
+
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    for cls in (Autotuner, Heuristics, JITFunction, InterpretedFunction):
-        original = cls.run
-        if getattr(original, "_kernelgym_paused", False):
-            continue
+    for cls in (JITFunction, InterpretedFunction):
+        if not getattr(cls.run, "_kernelgym_paused", False):
+            cls.run = _paused_launch(cls.run)
+    for module_name, name in _BENCHMARKERS:
+        module = importlib.import_module(module_name)
+        bench = getattr(module, name, None)
+        if callable(bench) and not getattr(bench, "_kernelgym_paused", False):
+            setattr(module, name, _paused_benchmarker(bench))
 
-        def run(self, *args, _original=original, **kwargs):  # noqa: ANN001, ANN202
-            with paused():
-                return _original(self, *args, **kwargs)
 
-        run._kernelgym_paused = True
-        cls.run = run
+def _paused_launch(original):  # noqa: ANN001, ANN202
+    def run(self, *args, **kwargs):  # noqa: ANN001, ANN202 - mirrors Triton's `run(*args, grid, warmup, **kwargs)`
+        grid = kwargs.get("grid")
+        if callable(grid):
+            kwargs["grid"] = _resumed_call(grid)
+        with paused():
+            return original(self, *args, **kwargs)
+
+    run._kernelgym_paused = True
+    return run
+
+
+def _paused_benchmarker(bench):  # noqa: ANN001, ANN202
+    def benchmark(fn, *args, **kwargs):  # noqa: ANN001, ANN202 - mirrors `do_bench(fn, ...)`
+        with paused():
+            return bench(_resumed_call(fn), *args, **kwargs)
+
+    benchmark._kernelgym_paused = True
+    return benchmark
+
+
+def _resumed_call(fn):  # noqa: ANN001, ANN202
+    def call(*args, **kwargs):  # noqa: ANN202
+        with resumed():
+            return fn(*args, **kwargs)
+
+    return call
