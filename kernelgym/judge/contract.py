@@ -73,8 +73,13 @@ CODE_BUILTINS = frozenset({
     "AssertionError", "IndexError", "KeyError", "ZeroDivisionError", "Exception",
 })  # fmt: skip
 # Builtins that never see a tensor's values whatever their argument (shape-level or structural).
+# Not str/repr/format (the text carries the values back to Python) nor range (reads a 0-d tensor through
+# __index__); print may take a tensor (nothing comes back) unless it writes to a `file=` of the answer's.
 STRUCTURAL_BUILTINS = frozenset({"len", "isinstance", "print", "super", "staticmethod", "hasattr", "callable",
-                                 "enumerate", "zip", "range", "tuple", "list", "repr", "format", "str"})
+                                 "enumerate", "zip", "tuple", "list"})
+# Methods of non-tensor values that read an argument's value (str.format formats it, list.index and
+# list.count compare it): on a tensor they are host compute (RH-01).
+VALUE_READING_METHODS = frozenset({"format", "index", "count"})
 KERNEL_BUILTINS = frozenset({"range", "min", "max", "int", "float", "len", "print", "isinstance", "abs", "True",
                              "False", "None"})
 # Builtins that are a known threat by name.

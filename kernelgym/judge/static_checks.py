@@ -23,7 +23,7 @@ from kernelgym.judge.static_definitions import (
     _dunder, _is_super_call, _isinstance_arg, _lambda_key, _moves_device_only, _precision_rule, _torch_threat,
 )
 from kernelgym.judge.static_types import (
-    CLASS, FUNC, KERNEL, LAYER, NONE, PATH, SELF, STATE, TENSOR, Kind, Scope, T, join,
+    CLASS, FUNC, INSTANCE, KERNEL, LAYER, NONE, PATH, SELF, STATE, TENSOR, Kind, Scope, T, join,
 )
 
 
@@ -51,7 +51,7 @@ def analyse(code: str, allow_torch_compute: bool = False) -> StaticReport:
     for _ in range(8):  # parameter and return kinds flow between helpers until they settle
         rules = _Rules(scan, allow_torch_compute, emit=False)
         rules.run(tree)
-        if not scan.update(rules.call_kinds, rules.return_kinds, rules.grids):
+        if not scan.update(rules.call_kinds, rules.return_kinds, rules.grids, rules.default_kinds):
             break
     rules = _Rules(scan, allow_torch_compute, emit=True)
     rules.run(tree)
@@ -227,7 +227,7 @@ class _Rules(DefinitionRules):
             self.threat(rule, node, f"assigning to '{path}' patches a library the judge relies on")
         elif base.kind in (FUNC, KERNEL, CLASS):
             self._state(node, target, f"storing into '{text}'")
-        elif base.kind == SELF and self.context not in ("init", "module"):
+        elif base.kind in (SELF, INSTANCE) and self.context not in ("init", "module"):
             self._state(node, target, f"setting '{text}' outside __init__")
         elif base.kind == STATE and self.context not in ("init", "module"):
             value = getattr(node, "value", None)
@@ -341,6 +341,11 @@ class _Rules(DefinitionRules):
         elif base.kind == SELF and self.context in _CODE and attr in self.scan.module_api and \
                 attr not in self.scan.facts.self_attrs.get(self.scope.cls or "", {}) and attr != "training":
             self.threat("RH-01", node, f"'self.{attr}' reaches nn.Module machinery (layers, hooks, state) from forward")
+        elif base.kind == INSTANCE and self.context in _CODE and attr in self.scan.module_api and \
+                self.scan.facts.instance_attr(base.name, attr) is None and attr != "training" and \
+                self.scan.facts.find_method(base.name, attr) is None:
+            self.threat("RH-01", node, f"'{ast.unparse(node)[:50]}' reaches nn.Module machinery (layers, hooks, "
+                                       "state) from forward")
         elif base.kind == LAYER and self.context in _CODE and attr in ("forward", "__call__") and not self.allow:
             self.threat("RH-01", node, f"'.{attr}' of a torch layer runs it instead of a Triton kernel")
 
@@ -387,8 +392,16 @@ class _Rules(DefinitionRules):
                 k = self.scope.lookup(grid.id)
                 if k is not None and k.kind == FUNC:
                     self.grids.add(k.name)
-        if base.kind == TENSOR and self.context in _CODE and self.kind(node.slice).kind in (TENSOR, LAYER):
+        if self.context in _CODE and self.kind(node.slice).kind in (TENSOR, LAYER) and (
+                base.kind in (TENSOR, STATE) or (base.scalar and base.kind != PATH)):
+            # A list or shape indexed with a 0-d tensor reads its value through __index__.
             self.compute(node, f"indexing '{ast.unparse(node)[:50]}' with a tensor")
+        self.generic_visit(node)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
+        if self.kind(node.value).kind in (TENSOR, LAYER):
+            self.compute(node, f"formatting '{ast.unparse(node.value)[:40]}' in an f-string (the text carries its "
+                               "values back to Python)")
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -430,6 +443,9 @@ class _Rules(DefinitionRules):
             elif self.context == "kernel":
                 self.outside(node, f"calling the Python function '{ast.unparse(func)[:40]}' inside a kernel (only "
                                    "@triton.jit functions compile on a GPU)")
+            if isinstance(func, ast.Attribute) and self.kind(func.value).kind == CLASS and \
+                    callee.name not in self.scan.static:
+                args = args[1:]  # ModelNew.method(self, x): the explicit self is no parameter
             self._helper_call(node, callee.name, args)
         elif callee.kind == KERNEL and not callee.name.endswith("[]") and self.context != "kernel":
             self.outside(node, f"calling the kernel '{callee.name}' without a grid (launch it as {callee.name}[grid](...))")
@@ -438,6 +454,10 @@ class _Rules(DefinitionRules):
                                        "set-up) per call")
         elif callee.kind == CLASS and self.context == "module":
             self.outside(node, f"building '{callee.name}' at import")
+        elif callee.kind == INSTANCE and self.context in _CODE:
+            forward = self.scan.facts.find_method(callee.name, "forward")
+            if forward is not None:  # the answer's own module: its forward is checked like any method
+                self._helper_call(node, forward, args)
         elif callee.kind == LAYER and self.context in _CODE and not self.allow:
             self.threat("RH-01", node, f"calling the torch layer '{ast.unparse(func)[:40]}' instead of a Triton kernel")
         elif callee.kind == STATE and isinstance(func, ast.Attribute) and func.attr in C.MUTATING_METHODS and \
@@ -446,6 +466,9 @@ class _Rules(DefinitionRules):
         elif callee.kind == TENSOR and self.context in _CODE and not self.allow:
             self.threat("RH-01", node, f"'{ast.unparse(func)[:40]}(...)' calls a value that is not a kernel launch, "
                                        "a helper of the answer or an allowed function")
+        elif (callee.kind == STATE or callee.scalar and callee.kind != PATH) and isinstance(func, ast.Attribute) and \
+                func.attr in C.VALUE_READING_METHODS and _reads_tensor(self, node):
+            self.compute(node, f"'.{func.attr}(...)' of a tensor")
         elif callee.scalar and callee.kind != PATH and self.context in (*_CODE, "module") and not (
                 isinstance(func, ast.Attribute) and func.attr in C.SCALAR_METHODS):
             self.outside(node, f"calling '{ast.unparse(func)[:40]}', a value the contract cannot see is a function "
@@ -458,9 +481,18 @@ class _Rules(DefinitionRules):
         self.generic_visit(node)
 
     def _builtin_call(self, node: ast.Call, name: str, args: list[Kind]) -> None:
-        if name in C.STRUCTURAL_BUILTINS or self.context not in _CODE:
+        """Builtins that read a tensor's values (sum, float, str, range, ...) compute on the host."""
+        if self.context not in _CODE:
             return
-        if any(a.kind in (TENSOR, LAYER) for a in args):
+        if name == "print" and any(k.arg == "file" for k in node.keywords):
+            if _reads_tensor(self, node):
+                self.compute(node, "'print(..., file=...)' of a tensor hands its text to answer code and")
+            else:
+                self.outside(node, "'print(..., file=...)' (print writes to standard output only)")
+        elif name == "enumerate":
+            if _reads_tensor(self, node, skip=1):  # start= is read through __index__
+                self.compute(node, "'enumerate(..., start=<tensor>)'")
+        elif name not in C.STRUCTURAL_BUILTINS and _reads_tensor(self, node):
             self.compute(node, f"'{name}(...)' on a tensor")
 
     def _helper_call(self, node: ast.Call, key: str, args: list[Kind]) -> None:
@@ -470,13 +502,17 @@ class _Rules(DefinitionRules):
         params = self.scan.param_names.get(key)
         if params is None:
             return
-        kinds = [Kind(NONE)] * len(params)
+        # A parameter this call does not pass takes its default (a constant default is no tensor).
+        defaults = self.scan.facts.defaults.get(key, [])
+        kinds = [d if d is not None else Kind(NONE) for d in defaults[:len(params)]]
+        kinds += [Kind(NONE)] * (len(params) - len(kinds))
         for i, a in enumerate(args[:len(params)]):
             kinds[i] = a
         for kw in node.keywords:
             if kw.arg in params:
                 kinds[params.index(kw.arg)] = self.kind(kw.value)
-        if len(args) > len(params) or any(isinstance(a, ast.Starred) for a in node.args):
+        if len(args) > len(params) or any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(kw.arg is None for kw in node.keywords):
             kinds = [T] * len(params)
         old = self.call_kinds.get(key)
         self.call_kinds[key] = [join(a, b) for a, b in zip(old, kinds)] if old else kinds
@@ -498,3 +534,9 @@ class _Rules(DefinitionRules):
         self.visit_comprehension_scope(node, node.generators)
 
     visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_ListComp  # type: ignore[assignment]
+
+
+def _reads_tensor(rules: _Rules, call: ast.Call, skip: int = 0) -> bool:
+    """Whether a call's arguments after the first `skip` positional ones (keywords included) may be tensors."""
+    values = [*call.args[skip:], *(k.value for k in call.keywords)]
+    return any(rules.kind(v).kind in (TENSOR, LAYER) for v in values)

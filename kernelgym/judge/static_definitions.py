@@ -8,7 +8,7 @@ import ast
 
 from kernelgym.judge import contract as C
 from kernelgym.judge.result import CheatVerdict
-from kernelgym.judge.static_scan import ModuleScan
+from kernelgym.judge.static_scan import ModuleScan, default_nodes
 from kernelgym.judge.static_types import (
     CLASS, FUNC, KERNEL, LAYER, NONE, PATH, STATE, Kind, Scope, S, join,
 )
@@ -42,6 +42,7 @@ class DefinitionRules(ast.NodeVisitor):
         self.call_kinds: dict[str, list[Kind]] = {}
         self.return_kinds: dict[str, Kind] = {}
         self.grids: set[str] = set()
+        self.default_kinds: dict[str, list[Kind | None]] = {}
         self.context = "module"
         self.scope = Scope(scan.facts, None)
         self.func_key = ""
@@ -86,6 +87,9 @@ class DefinitionRules(ast.NodeVisitor):
                 self._test(stmt.test)
                 self._module_body(stmt.body)
                 self._module_body(stmt.orelse)
+            elif isinstance(stmt, ast.Try) and _import_fallback(stmt):
+                for imp in stmt.body + [s for h in stmt.handlers for s in h.body]:
+                    self._import(imp)
             elif isinstance(stmt, (ast.Try, ast.TryStar)):
                 self.threat("RH-04", stmt, "try/except is outside the answer contract (it can fall back to torch "
                                            "when a kernel fails; import only the allowed modules, unguarded)")
@@ -157,7 +161,9 @@ class DefinitionRules(ast.NodeVisitor):
                 continue
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 value = self.kind(stmt.value)
-                if value.kind in (LAYER, STATE, FUNC, KERNEL, CLASS) or isinstance(
+                if _constant_display(stmt.value):
+                    self.visit(stmt.value)  # a tuple/list/dict of literals: a constant while nothing stores into it
+                elif value.kind in (LAYER, STATE, FUNC, KERNEL, CLASS) or isinstance(
                         stmt.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.Call)):
                     self.threat("RH-11" if value.kind != LAYER else "RH-01", stmt,
                                 "a class attribute that is not a constant (a layer, container, function or call result) "
@@ -202,6 +208,11 @@ class DefinitionRules(ast.NodeVisitor):
                 self.threat("RH-11", default, "a mutable default argument can cache outputs across calls")
             else:
                 self.visit(default)
+        if not is_lambda and key in self.scan.param_names:
+            # Defaults are evaluated here, in the enclosing scope; a None or constant default is no tensor.
+            kinds = [None if d is None else _default_kind(d, self.kind(d)) for d in default_nodes(node)]
+            n = len(self.scan.param_names[key])
+            self.default_kinds[key] = kinds[len(kinds) - n:]
         context = self.scan.context_of(key, outer_context, cls, name)
         if key in self.scan.dead:
             # Never referenced, so it never runs (get_inputs and the like after ModelNew): only the
@@ -349,3 +360,45 @@ def _walk_same_function(body: list) -> list[ast.AST]:
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
     return out
+
+
+def _default_kind(node: ast.expr, kind: Kind) -> Kind:
+    """A parameter's kind when its default is used: a mutable display is state kept across calls."""
+    if isinstance(node, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+        return Kind(STATE)
+    return S if kind.scalar and kind.kind != PATH else kind
+
+
+def _constant_display(node: ast.AST) -> bool:
+    """A literal, or a tuple/list/set/dict display of literals (nested), such as a config table."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return isinstance(node.operand, ast.Constant)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_constant_display(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _constant_display(k) for k in node.keys) and \
+            all(_constant_display(v) for v in node.values)
+    return False
+
+
+def _import_fallback(node: ast.Try) -> bool:
+    """`try: <imports> except ImportError: <imports>` (ModuleNotFoundError too), nothing else, each
+    branch binding the same names to objects of the same name (libdevice from wherever this Triton
+    keeps it): whichever branch runs, the rules judge the same thing. The imports are judged as usual."""
+    def bound(body: list[ast.stmt]) -> dict[str, str] | None:
+        if not body or not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in body):
+            return None
+        return {a.asname or a.name.split(".")[0]: (a.name if isinstance(s, ast.ImportFrom) or a.asname
+                                                   else a.name.split(".")[0]).split(".")[-1]
+                for s in body for a in s.names}
+
+    def import_error(t: ast.AST | None) -> bool:
+        names = t.elts if isinstance(t, ast.Tuple) else [t]
+        return bool(names) and all(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError")
+                                   for n in names)
+
+    first = bound(node.body)
+    return first is not None and not node.orelse and not node.finalbody and bool(node.handlers) and all(
+        import_error(h.type) and h.name is None and bound(h.body) == first for h in node.handlers)

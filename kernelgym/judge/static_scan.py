@@ -73,11 +73,14 @@ class ModuleScan:
             kinds[args.vararg.arg] = T
         return kinds
 
-    def update(self, call_kinds: dict[str, list[Kind]], return_kinds: dict[str, Kind], grids: set[str]) -> bool:
-        changed = grids != self.grids or call_kinds != self.facts.params or return_kinds != self.facts.returns
+    def update(self, call_kinds: dict[str, list[Kind]], return_kinds: dict[str, Kind], grids: set[str],
+               default_kinds: dict[str, list[Kind | None]]) -> bool:
+        changed = grids != self.grids or call_kinds != self.facts.params or return_kinds != self.facts.returns or \
+            default_kinds != self.facts.defaults
         self.grids = set(grids)
         self.facts.params = dict(call_kinds)
         self.facts.returns = dict(return_kinds)
+        self.facts.defaults = dict(default_kinds)
         return changed
 
 
@@ -130,6 +133,7 @@ def scan_module(tree: ast.Module) -> ModuleScan:
             for t in targets:
                 if isinstance(t, ast.Name) and g.get(t.id, Kind(NONE)).kind != KERNEL:
                     g[t.id] = kind
+    _find_modules(scan, [s for s in _module_statements(tree.body) if isinstance(s, ast.ClassDef)])
     for stmt in _module_statements(tree.body):
         if isinstance(stmt, ast.ClassDef):
             _scan_class(scan, stmt)
@@ -164,11 +168,37 @@ def _register_function(scan: ModuleScan, node: ast.AST, key: str, cls: str | Non
             _register_function(scan, sub, f"{key}.{sub.name}", cls=None)
 
 
+def default_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr | None]:
+    """Each parameter's default expression (None: none), in `param_names` order before dropping self."""
+    args = node.args
+    positional = args.posonlyargs + args.args
+    pos_defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    return pos_defaults + list(args.kw_defaults)
+
+
 def _enclosing_function(scan: ModuleScan, node: ast.AST) -> ast.AST | None:
     parent = scan.parents.get(node)
     while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         parent = scan.parents.get(parent)
     return parent
+
+
+def _find_modules(scan: ModuleScan, classes: list[ast.ClassDef]) -> None:
+    """The answer's classes that derive from nn.Module through answer classes only: calling an
+    instance runs the answer's forward. A class with a torch layer (or any other) base is a layer."""
+    modules = scan.facts.modules
+    changed = True
+    while changed:
+        changed = False
+        for node in classes:
+            if node.name in modules or not node.bases:
+                continue
+            paths = [resolve(b, scan.facts.aliases) for b in node.bases]
+            own = [b.id for b in node.bases if isinstance(b, ast.Name) and b.id in modules]
+            if all(p == "torch.nn.Module" or (isinstance(b, ast.Name) and b.id in modules)
+                   for p, b in zip(paths, node.bases)):
+                modules[node.name] = own
+                changed = True
 
 
 def _scan_class(scan: ModuleScan, node: ast.ClassDef) -> None:
@@ -180,10 +210,13 @@ def _scan_class(scan: ModuleScan, node: ast.ClassDef) -> None:
             if any(_decorator_path(d, scan.facts.aliases) in CODE_DECORATORS and "functools" in
                    _decorator_path(d, scan.facts.aliases) for d in stmt.decorator_list):
                 scan.cached.add(f"{node.name}.{stmt.name}")
-        elif isinstance(stmt, ast.Assign):
-            for t in stmt.targets:
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            # A class-level dict/list display is a container every instance shares: like one at
+            # module level, reading it is fine and storing into it keeps state (RH-11).
+            kind = Kind(STATE) if _is_container(stmt.value) else S
+            for t in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
                 if isinstance(t, ast.Name):
-                    attrs[t.id] = S
+                    attrs[t.id] = kind
     scan.facts.methods[node.name] = methods
     scan.facts.self_attrs[node.name] = attrs
     for stmt in node.body:

@@ -17,6 +17,7 @@ from kernelgym.judge.contract import TENSOR_ATTRIBUTES
 SCALAR = "scalar"  # provably not a tensor: numbers, strings, shapes, dtypes, devices, configs
 TENSOR = "tensor"  # a tensor, or anything not proven otherwise
 LAYER = "layer"  # an nn.Module instance (calling it runs torch)
+INSTANCE = "instance"  # an instance of the answer's own nn.Module class (calling it runs its checked forward)
 STATE = "state"  # a container that outlives a call (module-level or on self): storing into it caches
 SELF = "self"
 FUNC = "func"  # a function of the answer (helper, method, lambda)
@@ -84,6 +85,32 @@ class ModuleFacts:
     methods: dict[str, set[str]] = field(default_factory=dict)  # class -> method names
     returns: dict[str, Kind] = field(default_factory=dict)  # function key -> return kind
     params: dict[str, list[Kind]] = field(default_factory=dict)  # function key -> parameter kinds
+    # function key -> per parameter, the kind of its default (None: no default); a call site that
+    # does not pass a parameter passes its default
+    defaults: dict[str, list[Kind | None]] = field(default_factory=dict)
+    # the answer's classes that derive from nn.Module only through answer classes -> those bases
+    modules: dict[str, list[str]] = field(default_factory=dict)
+
+    def lineage(self, cls: str) -> list[str]:
+        """`cls` and its answer-class bases, nearest first (breadth-first, each once)."""
+        out: list[str] = []
+        todo = [cls]
+        while todo:
+            c = todo.pop(0)
+            if c not in out:
+                out.append(c)
+                todo.extend(self.modules.get(c, []))
+        return out
+
+    def find_method(self, cls: str, name: str) -> str | None:
+        """The key of the method `name` an instance of the answer's class `cls` runs, through its
+        answer-class bases (None: defined by nn.Module or nowhere)."""
+        return next((f"{c}.{name}" for c in self.lineage(cls) if name in self.methods.get(c, set())), None)
+
+    def instance_attr(self, cls: str, attr: str) -> Kind | None:
+        """What `<instance>.<attr>` holds on an instance of `cls` (its own __init__ first, then its bases')."""
+        found = next((self.self_attrs[c][attr] for c in self.lineage(cls) if attr in self.self_attrs.get(c, {})), None)
+        return Kind(INSTANCE, cls) if found is not None and found.kind == SELF else found
 
 
 def resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
@@ -217,6 +244,12 @@ class Scope:
             return S if attr in _LAYER_SETTINGS else Kind(LAYER)
         if base.kind == STATE:
             return Kind(STATE)
+        if base.kind == INSTANCE:
+            method = self.facts.find_method(base.name, attr)
+            if method is not None:
+                return Kind(FUNC, method)
+            found = self.facts.instance_attr(base.name, attr)
+            return found if found is not None else S if attr == "training" else T
         if base.kind == CLASS and attr in self.facts.methods.get(base.name, set()):
             return Kind(FUNC, f"{base.name}.{attr}")  # ModelNew.launch(...): a method named through its class
         if base.kind in (FUNC, KERNEL, CLASS):
@@ -258,7 +291,10 @@ class Scope:
                 return S if name.split(".", 1)[1] in _SCALAR_METHODS else T
             return self.facts.returns.get(name, T)
         if callee.kind == CLASS:
-            return Kind(LAYER)
+            return Kind(INSTANCE, callee.name) if callee.name in self.facts.modules else Kind(LAYER)
+        if callee.kind == INSTANCE:
+            forward = self.facts.find_method(callee.name, "forward")
+            return self.facts.returns.get(forward, T) if forward else T
         if callee.scalar:
             # Methods of non-tensors (str.format, dict.get, torch.Size.numel): the result may be an argument.
             return join(S, *args) if args else S
