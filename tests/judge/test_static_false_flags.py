@@ -205,3 +205,42 @@ def test_a_method_called_through_its_class_types_its_parameters_past_self():
     method = "    def scale(self, t, k=2):\n        return t * 0.5\n\n    def forward(self, x):"
     code = relu_answer("y = ModelNew.scale(self, x)").replace("    def forward(self, x):", method)
     assert "RH-01" in rules(code)
+
+
+REFERENCE_COPIED = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=offs < n), 0.0), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+'''
+
+
+def test_a_copied_reference_class_is_outside_the_contract_not_a_cheat():
+    """Models often paste the task's file and append ModelNew: the copy never runs, so the verdict is
+    invalid_answer naming it. Using it (a base, a call) is still RH-05."""
+    from kernelgym.judge.static_checks import analyse
+
+    report = analyse(REFERENCE_COPIED)
+    assert report.verdicts == [] and any("class named 'Model'" in v for v in report.violations), report
+    used = REFERENCE_COPIED.replace("        out = torch.empty_like(x)\n", "        out = Model()(x)\n")
+    assert "RH-05" in {v.rule for v in analyse(used).verdicts}
+    inherited = REFERENCE_COPIED.replace("class ModelNew(nn.Module)", "class ModelNew(Model)")
+    assert "RH-05" in {v.rule for v in analyse(inherited).verdicts}
