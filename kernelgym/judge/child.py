@@ -36,9 +36,10 @@ def main(argv: list[str] | None = None) -> None:
     from kernelgym.judge.interpreter import make_interpreter_faithful
 
     make_interpreter_faithful()  # CPU runs judge GPU semantics: autotune, libdevice, driver facts (no-op on a GPU)
-    from kernelgym.judge.op_audit import pause_triton_entry_points
+    from kernelgym.judge.op_audit import guard_host_reads, pause_triton_entry_points
 
     pause_triton_entry_points()  # Triton's own tensor work during a launch is not the answer's torch compute
+    guard_host_reads()  # printing or listing a tensor reads its values on the host without an aten operator
 
     # Bound before the candidate exists: patching the module attributes later changes nothing here.
     send, recv = protocol.send, protocol.recv
@@ -515,7 +516,9 @@ _HARNESS = (
                                      "_reject_constexpr_tensors", "_reject_forged_pointers", "forged_pointer_ops",
                                      "_ir_text", "_forged_message", "_check_arguments", "argument_problem",
                                      "_wrapped_tensor_problem", "_param_names", "_constexpr_params")),
-    ("kernelgym.judge.op_audit", ("recording", "paused", "resumed", "forbidden", "_resumed_call", "_mode_class")),
+    ("kernelgym.judge.op_audit", ("recording", "paused", "resumed", "forbidden", "_resumed_call", "_mode_class",
+                                  "_counting")),
+    ("torch._tensor_str", ("_str",)),
     ("kernelgym.judge.provenance", ("marked_copies", "input_storages", "_xor_all", "_byte_view")),
     ("kernelgym.judge.spot", ("SpotReservoir",)),
     ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "ship_outputs", "hold_on_host",
@@ -530,7 +533,8 @@ _HARNESS = (
 _HARNESS_METHODS = (
     ("torch.cuda", "Event", ("record", "elapsed_time", "synchronize")),
     ("torch", "Tensor", ("detach", "clone", "copy_", "stride", "is_contiguous", "untyped_storage", "reshape",
-                         "view", "set_", "bitwise_xor_", "to", "contiguous")),
+                         "view", "set_", "bitwise_xor_", "to", "contiguous", "tolist", "numpy", "__array__")),
+    ("torch", "UntypedStorage", ("tolist", "__getitem__")),
     # the launch hook's refusals of forged pointers on the CPU (`launch_hook._refuse_in_interpreter`)
     ("triton.runtime.interpreter", "InterpreterBuilder", ("create_int_to_ptr", "create_ptr_to_int",
                                                           "create_inline_asm")),

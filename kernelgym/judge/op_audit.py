@@ -99,6 +99,50 @@ _BENCHMARKERS = (("triton.testing", "do_bench"), ("triton.testing", "do_bench_cu
                  ("triton.runtime.autotuner", "do_bench"))
 
 
+# Ways to read a tensor's values on the host that run no aten operator under a dispatch mode (printing
+# disables the active modes; `tolist`, `numpy` and storage reads copy memory directly). An answer
+# that reads its inputs this way can compute the task in host Python and write it with `fill_`:
+# counted as pseudo-operators outside `ALLOWED_OPS`. `item()`, `float(t)` and `int(t)` dispatch
+# `_local_scalar_dense` and are counted already.
+_HOST_READS = (
+    ("torch._tensor_str", None, "_str", "host read of values (str/repr/format/print)"),
+    ("torch", "Tensor", "tolist", "host read of values (tolist)"),
+    ("torch", "Tensor", "numpy", "host read of values (numpy)"),
+    ("torch", "Tensor", "__array__", "host read of values (__array__)"),
+    ("torch", "UntypedStorage", "tolist", "host read of values (storage)"),
+    ("torch", "UntypedStorage", "__getitem__", "host read of values (storage)"),
+    ("torch.storage", "TypedStorage", "tolist", "host read of values (storage)"),
+    ("torch.storage", "TypedStorage", "__getitem__", "host read of values (storage)"),
+)
+
+
+def guard_host_reads() -> None:
+    """Count the host reads of `_HOST_READS` while recording (not while paused: Triton's launch path
+    and the harness's own reports may read values). Installed once in the child before the answer
+    is imported; answers cannot reach the patched attributes (dunders, `setattr` and `torch._*` are
+    outside the contract)."""
+    import importlib
+
+    for module_name, cls_name, attr, label in _HOST_READS:
+        owner = importlib.import_module(module_name)
+        if cls_name is not None:
+            owner = getattr(owner, cls_name, None)
+        original = getattr(owner, attr, None) if owner is not None else None
+        if original is None or getattr(original, "_kernelgym_host_read", False):
+            continue
+        setattr(owner, attr, _counting(original, label))
+
+
+def _counting(original, label: str):  # noqa: ANN001, ANN202
+    def read(*args, **kwargs):  # noqa: ANN202 - mirrors the wrapped function
+        if _STATE["active"] and not _STATE["paused"]:
+            _OPS[label] += 1
+        return original(*args, **kwargs)
+
+    read._kernelgym_host_read = True
+    return read
+
+
 def pause_triton_entry_points() -> None:
     """Pause recording inside Triton's own machinery only (module docstring), whoever the caller is:
     `JITFunction.run` and `InterpretedFunction.run` (the answer's grid callable is resumed inside),
