@@ -23,7 +23,8 @@ from kernelgym.judge.static_definitions import (
     _dunder, _is_super_call, _isinstance_arg, _lambda_key, _moves_device_only, _precision_rule, _torch_threat,
 )
 from kernelgym.judge.static_types import (
-    CLASS, FUNC, INSTANCE, KERNEL, LAYER, NONE, PATH, SELF, STATE, TENSOR, Kind, Scope, T, join,
+    _CONSTEXPR_PATHS, CLASS, FUNC, INSTANCE, KERNEL, LAYER, NONE, PATH, SELF, STATE, TENSOR, Kind, Scope, T,
+    join,
 )
 
 
@@ -51,7 +52,8 @@ def analyse(code: str, allow_torch_compute: bool = False) -> StaticReport:
     for _ in range(8):  # parameter and return kinds flow between helpers until they settle
         rules = _Rules(scan, allow_torch_compute, emit=False)
         rules.run(tree)
-        if not scan.update(rules.call_kinds, rules.return_kinds, rules.grids, rules.default_kinds):
+        if not scan.update(rules.call_kinds, rules.return_kinds, rules.grids, rules.default_kinds,
+                           rules.state_tensor):
             break
     rules = _Rules(scan, allow_torch_compute, emit=True)
     rules.run(tree)
@@ -229,14 +231,18 @@ class _Rules(DefinitionRules):
             self._state(node, target, f"storing into '{text}'")
         elif base.kind in (SELF, INSTANCE) and self.context not in ("init", "module"):
             self._state(node, target, f"setting '{text}' outside __init__")
-        elif base.kind == STATE and self.context not in ("init", "module"):
+        elif base.kind == STATE and self.context in ("init", "module"):
+            value = getattr(node, "value", None)
+            if value is not None and not self.kind(value).scalar:
+                self.state_tensor = True  # what is read from state may now be this tensor
+        elif base.kind == STATE:
             value = getattr(node, "value", None)
             if isinstance(target, ast.Subscript) and not isinstance(node, ast.AugAssign) and isinstance(value, ast.Constant):
                 return  # a constant stored once (a set-up flag) carries neither an output nor a count
             self._state(node, target, f"storing into '{text}'")
         elif base.kind in (TENSOR, LAYER) and isinstance(target, ast.Attribute):
             self.threat("RH-19", node, f"setting the attribute '{text}' on a tensor or layer")
-        elif base.kind == TENSOR and self.context in _CODE:
+        elif base.kind == TENSOR and self.context in _CODE and not _local_container(self.scope, target):
             self.compute(node, f"the indexed write '{text} = ...'")
 
     def _state(self, node: ast.AST, target: ast.AST, what: str) -> None:
@@ -387,11 +393,11 @@ class _Rules(DefinitionRules):
         if base.kind == KERNEL and isinstance(node.ctx, ast.Load):
             grid = node.slice
             if isinstance(grid, ast.Lambda):
-                self.grids.add(_lambda_key(grid))
+                self.grids[_lambda_key(grid)] = base.name
             elif isinstance(grid, ast.Name):
                 k = self.scope.lookup(grid.id)
-                if k is not None and k.kind == FUNC:
-                    self.grids.add(k.name)
+                if k is not None and k.kind == FUNC and k.name in self.scan.param_names:
+                    self.grids[k.name] = base.name
         if self.context in _CODE and self.kind(node.slice).kind in (TENSOR, LAYER) and (
                 base.kind in (TENSOR, STATE) or (base.scalar and base.kind != PATH)):
             # A list or shape indexed with a 0-d tensor reads its value through __index__.
@@ -399,7 +405,7 @@ class _Rules(DefinitionRules):
         self.generic_visit(node)
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
-        if self.kind(node.value).kind in (TENSOR, LAYER):
+        if self.scope.may_hold_tensor(node.value):
             self.compute(node, f"formatting '{ast.unparse(node.value)[:40]}' in an f-string (the text carries its "
                                "values back to Python)")
         self.generic_visit(node)
@@ -445,10 +451,19 @@ class _Rules(DefinitionRules):
                                    "@triton.jit functions compile on a GPU)")
             if isinstance(func, ast.Attribute) and self.kind(func.value).kind == CLASS and \
                     callee.name not in self.scan.static:
-                args = args[1:]  # ModelNew.method(self, x): the explicit self is no parameter
+                # ModelNew.method(self, x): the explicit self is no parameter; anything else taken as self
+                # is a value the method's body would read under the name `self`
+                if args and args[0].kind not in (SELF, INSTANCE):
+                    self.compute(node, f"passing '{ast.unparse(node.args[0])[:40]}' as 'self' to "
+                                       f"'{ast.unparse(func)[:40]}' (the method reads it as the module) and")
+                args = args[1:]
             self._helper_call(node, callee.name, args)
-        elif callee.kind == KERNEL and not callee.name.endswith("[]") and self.context != "kernel":
+        elif callee.kind == KERNEL and callee.name.endswith("[]"):
+            self._helper_call(node, callee.name[:-2], args)  # what the launch passes: its grid and hooks see it
+        elif callee.kind == KERNEL and self.context != "kernel":
             self.outside(node, f"calling the kernel '{callee.name}' without a grid (launch it as {callee.name}[grid](...))")
+        elif callee.kind == CLASS and self.context == "init":
+            self._helper_call(node, f"{callee.name}.__init__", args)  # own submodules: __init__ takes these kinds
         elif callee.kind == CLASS and self.context in _CODE and not self.allow:
             self.threat("RH-01", node, f"building '{callee.name}' at call time runs {callee.name}.__init__ (torch "
                                        "set-up) per call")
@@ -473,6 +488,10 @@ class _Rules(DefinitionRules):
                 isinstance(func, ast.Attribute) and func.attr in C.SCALAR_METHODS):
             self.outside(node, f"calling '{ast.unparse(func)[:40]}', a value the contract cannot see is a function "
                                "of the answer, a kernel launch or an allowed function")
+        elif callee.kind == PATH and callee.name in _CONSTEXPR_PATHS and self.context in _CODE and \
+                _reads_tensor(self, node):
+            self.compute(node, f"'{ast.unparse(func)[:30]}(...)' of a tensor (it carries the tensor, its text its "
+                               "values) and")
         elif callee.kind == PATH and callee.name.startswith("math.") and self.context in _CODE and \
                 any(self.kind(a).kind in (TENSOR, LAYER) for a in [*node.args, *(k.value for k in node.keywords)]):
             self.compute(node, f"'{callee.name}(...)' on a tensor")
@@ -511,9 +530,12 @@ class _Rules(DefinitionRules):
         for kw in node.keywords:
             if kw.arg in params:
                 kinds[params.index(kw.arg)] = self.kind(kw.value)
-        if len(args) > len(params) or any(isinstance(a, ast.Starred) for a in node.args) or \
-                any(kw.arg is None for kw in node.keywords):
+        spread = [self.kind(a.value) for a in node.args if isinstance(a, ast.Starred)] + \
+            [self.kind(kw.value) for kw in node.keywords if kw.arg is None]
+        if len(args) > len(params):
             kinds = [T] * len(params)
+        elif spread:  # *args / **kwargs may fill any parameter with what they hold (a dict of sizes: sizes)
+            kinds = [join(k, *spread) for k in kinds]
         old = self.call_kinds.get(key)
         self.call_kinds[key] = [join(a, b) for a, b in zip(old, kinds)] if old else kinds
 
@@ -539,4 +561,9 @@ class _Rules(DefinitionRules):
 def _reads_tensor(rules: _Rules, call: ast.Call, skip: int = 0) -> bool:
     """Whether a call's arguments after the first `skip` positional ones (keywords included) may be tensors."""
     values = [*call.args[skip:], *(k.value for k in call.keywords)]
-    return any(rules.kind(v).kind in (TENSOR, LAYER) for v in values)
+    return any(rules.scope.may_hold_tensor(v) for v in values)
+
+
+def _local_container(scope: Scope, target: ast.Subscript) -> bool:
+    """`box[0] = x` into a local list/dict display: a store into a container, no tensor write."""
+    return isinstance(target.value, ast.Name) and target.value.id in scope.containers

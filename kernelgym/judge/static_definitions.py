@@ -26,6 +26,7 @@ _OPERATOR_DUNDERS = {f"__{p}{op}__" for op in ("matmul", "mul", "add", "sub", "t
 _DUNDER_RULES = {"__globals__": "RH-09", "__class__": "RH-19", "__torch_function__": "RH-19",
                  "__torch_dispatch__": "RH-19", "__exit__": "RH-04", "__aexit__": "RH-04", "__file__": "RH-27",
                  "__setitem__": "RH-11", "__delitem__": "RH-11", **{d: "RH-01" for d in _OPERATOR_DUNDERS}}
+_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
 _CODE = ("code", "cached", "grid")  # contexts where only allocation, views and launches may touch tensors
 _CONTEXT_MANAGERS = {"torch.no_grad", "torch.inference_mode", "torch.cuda.device"}
 _TENSOR_ALLOWED_TEXT = "shapes, strides, views (view/reshape/permute/...), allocation and kernel launches"
@@ -41,7 +42,8 @@ class DefinitionRules(ast.NodeVisitor):
         self.violations: list[str] = []
         self.call_kinds: dict[str, list[Kind]] = {}
         self.return_kinds: dict[str, Kind] = {}
-        self.grids: set[str] = set()
+        self.grids: dict[str, str] = {}  # grid/heuristic/autotune-hook function key -> its kernel
+        self.state_tensor = False  # a store into state kept across calls may hold a tensor
         self.default_kinds: dict[str, list[Kind | None]] = {}
         self.context = "module"
         self.scope = Scope(scan.facts, None)
@@ -253,8 +255,13 @@ class DefinitionRules(ast.NodeVisitor):
                 if isinstance(dec, ast.Call):
                     for a in [*dec.args, *(k.value for k in dec.keywords)]:
                         if path in C.KERNEL_DECORATORS:
-                            # Heuristics and config-pruning lambdas get the launch's metadata, like a grid.
-                            self.grids.update(_lambda_key(n) for n in ast.walk(a) if isinstance(n, ast.Lambda))
+                            # Heuristics, config pruning, perf models and hooks (lambdas or named functions)
+                            # get the launch's arguments, like a grid.
+                            self.grids.update({_lambda_key(n): node.name for n in ast.walk(a)
+                                               if isinstance(n, ast.Lambda)})
+                            self.grids.update({k.name: node.name for k in (self.kind(n) for n in ast.walk(a)
+                                                                           if isinstance(n, ast.Name))
+                                               if k.kind == FUNC and k.name in self.scan.param_names})
                         self.visit(a)
                 continue
             if isinstance(target, ast.Name) and target.id in C.THREAT_BUILTINS:
@@ -267,14 +274,27 @@ class DefinitionRules(ast.NodeVisitor):
     def _bind_locals(self, body: list) -> None:
         """Kinds of the function's local names: every assignment, loop target and `with ... as`,
         joined; two passes so that later assignments inform earlier uses."""
+        bound: dict[str, bool] = {}
+        for node in _walk_same_function(body):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        bound[t.id] = bound.get(t.id, True) and isinstance(node.value, _DISPLAYS)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.withitem)):
+                for n in ast.walk(getattr(node, "target", None) or getattr(node, "optional_vars", None) or ast.Pass()):
+                    if isinstance(n, ast.Name):
+                        bound[n.id] = False
+        self.scope.containers = {name for name, display in bound.items() if display}
         for _ in range(2):
             for node in _walk_same_function(body):
                 if isinstance(node, ast.Assign):
                     for t in node.targets:
                         self.scope.bind(t, self.kind(node.value))
+                        self._bind_container(t, self.kind(node.value))
                 elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
                     if isinstance(node.target, ast.Name):
                         self.scope.bind(node.target, self.kind(node.value))
+                    self._bind_container(node.target, self.kind(node.value))
                 elif isinstance(node, ast.NamedExpr):
                     self.scope.bind(node.target, self.kind(node.value))
                 elif isinstance(node, (ast.For, ast.AsyncFor)):
@@ -285,6 +305,18 @@ class DefinitionRules(ast.NodeVisitor):
                     self.scope.local[node.name] = Kind(FUNC, f"{self.func_key}.{node.name}")
                 elif isinstance(node, ast.Lambda):
                     pass
+
+    def _bind_container(self, target: ast.AST, kind: Kind) -> None:
+        """`box[0] = x`, `ns.a = x`: a local container holds what is stored into it."""
+        for t in _flat(target):
+            root = t
+            while isinstance(root, (ast.Subscript, ast.Attribute, ast.Starred)):
+                root = root.value
+            if root is t or not isinstance(root, ast.Name) or root.id not in self.scope.local:
+                continue
+            held = self.scope.local[root.id]
+            if held.scalar and held.kind != PATH and not kind.scalar:
+                self.scope.local[root.id] = join(held, kind)
 
     def _return_kind(self, value: ast.AST | None) -> None:
         k = self.kind(value) if value is not None else Kind(NONE)
@@ -388,16 +420,21 @@ def _constant_display(node: ast.AST) -> bool:
     return False
 
 
+# Where Triton versions keep libdevice: the one module an import fallback may choose between.
+_LIBDEVICE_PATHS = frozenset({"triton.language.extra.cuda.libdevice", "triton.language.extra.libdevice",
+                              "triton.language.math"})
+
+
 def _import_fallback(node: ast.Try) -> bool:
     """`try: <imports> except ImportError: <imports>` (ModuleNotFoundError too), nothing else, each
-    branch binding the same names to objects of the same name (libdevice from wherever this Triton
-    keeps it): whichever branch runs, the rules judge the same thing. The imports are judged as usual."""
+    branch binding the same names to the same dotted paths, or to libdevice from wherever this Triton
+    keeps it: whichever branch runs, the rules judge the same thing. The imports are judged as usual."""
     def bound(body: list[ast.stmt]) -> dict[str, str] | None:
         if not body or not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in body):
             return None
-        return {a.asname or a.name.split(".")[0]: (a.name if isinstance(s, ast.ImportFrom) or a.asname
-                                                   else a.name.split(".")[0]).split(".")[-1]
-                for s in body for a in s.names}
+        paths = {a.asname or a.name.split(".")[0]: f"{s.module}.{a.name}" if isinstance(s, ast.ImportFrom) else
+                 a.name if a.asname else a.name.split(".")[0] for s in body for a in s.names}
+        return {name: "libdevice" if path in _LIBDEVICE_PATHS else path for name, path in paths.items()}
 
     def import_error(t: ast.AST | None) -> bool:
         names = t.elts if isinstance(t, ast.Tuple) else [t]

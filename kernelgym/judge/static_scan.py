@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from kernelgym.judge.contract import CODE_DECORATORS, KERNEL_DECORATORS
 from kernelgym.judge.static_types import (
-    CLASS, FUNC, KERNEL, NONE, SELF, STATE, Kind, ModuleFacts, Scope, S, T, join, resolve,
+    ARGS, CLASS, FUNC, KERNEL, NONE, SELF, STATE, Kind, ModuleFacts, Scope, S, T, join, resolve,
 )
 
 _CONTAINER_NODES = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
@@ -35,7 +35,10 @@ class ModuleScan:
     static: set[str] = field(default_factory=set)  # @staticmethod keys
     param_names: dict[str, list[str]] = field(default_factory=dict)
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
-    grids: set[str] = field(default_factory=set)  # functions and lambdas used as a launch grid (params: meta)
+    # functions and lambdas Triton hands a launch's arguments (grids, heuristics, autotune pruning and
+    # hooks) -> the kernel they serve ("" when unknown)
+    grids: dict[str, str] = field(default_factory=dict)
+    class_nodes: dict[str, ast.ClassDef] = field(default_factory=dict)
 
     @property
     def module_api(self) -> frozenset[str]:
@@ -60,10 +63,22 @@ class ModuleScan:
         rest = names[1:] if is_method and names else names
         if is_method and names:
             kinds[names[0]] = Kind(SELF)
-        if context in ("kernel", "init") or key in self.grids:
+        known = self.facts.params.get(key)
+        if key in self.grids:
+            kinds.update(self._launch_param_kinds(self.grids[key], rest))
+            for n, k in zip(rest, known or []):  # also called directly: what that call passes too
+                kinds[n] = join(kinds[n], k)
+            return kinds
+        if context == "init" and cls and cls != "ModelNew" and known is not None:
+            # the answer's own submodule: its __init__ takes what the answer passes where it builds it
+            kinds.update({n: (S if k.kind == NONE else k) for n, k in zip(rest, known)})
+            kinds.update({n: S for n in rest[len(known):]})
+            return kinds
+        if context in ("kernel", "init"):
             kinds.update({n: S for n in rest})
             return kinds
-        known = self.facts.params.get(key)
+        if is_method and self._overrides(cls, key.split(".")[-1]):
+            known = None  # self.<name>(...) in a base's method runs this override: its call sites are not all seen
         if key in self.escaped or known is None or key.endswith(".forward") or isinstance(node, ast.Lambda):
             kinds.update({n: T for n in rest})
         else:
@@ -73,14 +88,34 @@ class ModuleScan:
             kinds[args.vararg.arg] = T
         return kinds
 
-    def update(self, call_kinds: dict[str, list[Kind]], return_kinds: dict[str, Kind], grids: set[str],
-               default_kinds: dict[str, list[Kind | None]]) -> bool:
+    def _launch_param_kinds(self, kernel: str, names: list[str]) -> dict[str, Kind]:
+        """A parameter named after one of the kernel's takes what the launches pass for it (perf_model
+        is called with the arguments by name); any other is the launch's argument dict (or configs)."""
+        params = self.facts.kernel_params.get(kernel, [])
+        out = {}
+        for n in names:
+            if n in params:
+                out[n] = Scope(self.facts, None).launch_arg(kernel, ast.Constant(n))
+            else:
+                out[n] = Kind(ARGS, kernel)
+        return out
+
+    def _overrides(self, cls: str, name: str) -> bool:
+        return any(name in self.facts.methods.get(c, set()) for c in self.facts.lineage(cls)[1:])
+
+    def update(self, call_kinds: dict[str, list[Kind]], return_kinds: dict[str, Kind], grids: dict[str, str],
+               default_kinds: dict[str, list[Kind | None]], state_tensor: bool) -> bool:
         changed = grids != self.grids or call_kinds != self.facts.params or return_kinds != self.facts.returns or \
-            default_kinds != self.facts.defaults
-        self.grids = set(grids)
+            default_kinds != self.facts.defaults or state_tensor != self.facts.state_tensor
+        inits = {c for c in self.class_nodes if c != "ModelNew" and
+                 call_kinds.get(f"{c}.__init__") != self.facts.params.get(f"{c}.__init__")}
+        self.grids = dict(grids)
         self.facts.params = dict(call_kinds)
         self.facts.returns = dict(return_kinds)
         self.facts.defaults = dict(default_kinds)
+        self.facts.state_tensor = self.facts.state_tensor or state_tensor
+        for c in inits:  # what __init__ stores on self follows what it is passed
+            _scan_class(self, self.class_nodes[c])
         return changed
 
 
@@ -116,11 +151,15 @@ def scan_module(tree: ast.Module) -> ModuleScan:
         elif isinstance(stmt, ast.ClassDef):
             g[stmt.name] = Kind(CLASS, stmt.name)
             scan.classes.add(stmt.name)
+            scan.class_nodes[stmt.name] = stmt
+    for name in scan.kernels:
+        scan.facts.kernel_params[name] = scan.param_names.get(name, [])
     for stmt in _module_statements(tree.body):  # kernels made by calling triton.jit and friends
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
             fn = _jit_applied(stmt.value, aliases)
             if fn is not None:
                 scan.kernels.setdefault(fn, None)
+                scan.facts.kernel_params[fn] = scan.param_names.get(fn, [])
                 g[fn] = Kind(KERNEL, fn)
                 for t in stmt.targets:
                     if isinstance(t, ast.Name):
@@ -130,6 +169,8 @@ def scan_module(tree: ast.Module) -> ModuleScan:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             kind = Kind(STATE) if _is_container(stmt.value) else module_scope.kind(stmt.value)
+            if kind.kind == STATE and not module_scope.kind(stmt.value).scalar:
+                scan.facts.state_tensor = True  # a container built holding what may be a tensor
             for t in targets:
                 if isinstance(t, ast.Name) and g.get(t.id, Kind(NONE)).kind != KERNEL:
                     g[t.id] = kind
@@ -229,12 +270,16 @@ def _scan_class(scan: ModuleScan, node: ast.ClassDef) -> None:
     names = [a.arg for a in init.args.args]
     if names:
         scope.local[names[0]] = Kind(SELF)
-    for n in names[1:] + [a.arg for a in init.args.kwonlyargs]:
-        scope.local[n] = S
+    passed = scan.facts.params.get(f"{node.name}.__init__", []) if node.name != "ModelNew" else []
+    for i, n in enumerate(names[1:] + [a.arg for a in init.args.kwonlyargs]):
+        k = passed[i] if i < len(passed) else Kind(NONE)
+        scope.local[n] = S if k.kind == NONE else k
     for _ in range(2):
         for sub in ast.walk(init):
             if isinstance(sub, ast.Assign):
                 kind = Kind(STATE) if _is_container(sub.value) else scope.kind(sub.value)
+                if kind.kind == STATE and not scope.kind(sub.value).scalar:
+                    scan.facts.state_tensor = True
                 for t in sub.targets:
                     attr = _self_attr(t)
                     if attr:

@@ -19,6 +19,7 @@ TENSOR = "tensor"  # a tensor, or anything not proven otherwise
 LAYER = "layer"  # an nn.Module instance (calling it runs torch)
 INSTANCE = "instance"  # an instance of the answer's own nn.Module class (calling it runs its checked forward)
 STATE = "state"  # a container that outlives a call (module-level or on self): storing into it caches
+ARGS = "args"  # the launch's argument dict a grid, heuristic or autotune hook is handed (name: its kernel)
 SELF = "self"
 FUNC = "func"  # a function of the answer (helper, method, lambda)
 KERNEL = "kernel"  # a @triton.jit function (launch it with kernel[grid](...))
@@ -90,6 +91,9 @@ class ModuleFacts:
     defaults: dict[str, list[Kind | None]] = field(default_factory=dict)
     # the answer's classes that derive from nn.Module only through answer classes -> those bases
     modules: dict[str, list[str]] = field(default_factory=dict)
+    kernel_params: dict[str, list[str]] = field(default_factory=dict)  # kernel name -> its parameter names
+    # some container kept across calls holds a value that may be a tensor: what is read from state may be one
+    state_tensor: bool = False
 
     def lineage(self, cls: str) -> list[str]:
         """`cls` and its answer-class bases, nearest first (breadth-first, each once)."""
@@ -131,6 +135,7 @@ class Scope:
     def __init__(self, facts: ModuleFacts, cls: str | None, local: dict[str, Kind] | None = None,
                  outer: "Scope | None" = None) -> None:
         self.facts, self.cls, self.local, self.outer = facts, cls, dict(local or {}), outer
+        self.containers: set[str] = set()  # locals only ever bound to a list/dict/set display: writes into them store
 
     def lookup(self, name: str) -> Kind | None:
         if name in self.local:
@@ -173,7 +178,9 @@ class Scope:
             if base.kind == PATH:
                 return S  # typing subscripts (Optional[int]) and constants
             if base.kind == STATE:
-                return Kind(STATE)
+                return T if self.facts.state_tensor else Kind(STATE)
+            if base.kind == ARGS:
+                return self.launch_arg(base.name, node.slice)
             return base if base.kind in (TENSOR, LAYER) else S if base.scalar else T
         if isinstance(node, ast.Call):
             return self._call(node)
@@ -218,7 +225,31 @@ class Scope:
         k = self.kind(iterable)
         if k.kind == PATH:
             return T
+        if k.kind == ARGS:
+            return S  # iterating a dict yields its keys
+        if k.kind == STATE and self.facts.state_tensor:
+            return T
         return S if k.scalar else k if k.kind in (TENSOR, LAYER, STATE) else T
+
+    def may_hold_tensor(self, node: ast.AST) -> bool:
+        """Whether reading `node`'s values (its text, a comparison with it) may read a tensor's: a tensor,
+        a layer, a launch's argument dict, or state when some state holds a tensor."""
+        k = self.kind(node)
+        return k.kind in (TENSOR, LAYER, ARGS) or (k.kind == STATE and self.facts.state_tensor)
+
+    def launch_arg(self, kernel: str, key: ast.AST | None) -> Kind:
+        """`args["name"]` in a grid, heuristic or autotune hook: what the kernel's launch sites pass for
+        that parameter (not passed: a config or constexpr, no tensor); any other key may be a tensor."""
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, (str, int))) or \
+                kernel not in self.facts.kernel_params:
+            return T
+        names = self.facts.kernel_params[kernel]
+        if key.value not in names:
+            return S
+        passed = self.facts.params.get(kernel, [])
+        i = names.index(key.value)
+        k = passed[i] if i < len(passed) else Kind(NONE)
+        return S if k.kind == NONE else k
 
     def _attribute(self, node: ast.Attribute) -> Kind:
         base = self.kind(node.value)
@@ -243,7 +274,9 @@ class Scope:
                 return T
             return S if attr in _LAYER_SETTINGS else Kind(LAYER)
         if base.kind == STATE:
-            return Kind(STATE)
+            return Kind(STATE)  # its methods (reads, stores) are judged by name
+        if base.kind == ARGS:
+            return Kind(FUNC, f"func.{attr}") if attr in ("get", "keys", "items", "values") else T
         if base.kind == INSTANCE:
             method = self.facts.find_method(base.name, attr)
             if method is not None:
@@ -262,6 +295,9 @@ class Scope:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and \
                 isinstance(func.value.func, ast.Name) and func.value.func.id == "super":
             return Kind(NONE)
+        if isinstance(func, ast.Attribute) and func.attr in ("get", "keys") and self.kind(func.value).kind == ARGS:
+            base = self.kind(func.value)
+            return S if func.attr == "keys" else self.launch_arg(base.name, node.args[0] if node.args else None)
         callee = self.kind(func)
         if callee.kind == KERNEL and callee.name.endswith("[]"):
             return Kind(NONE)  # a launch returns nothing useful
@@ -275,6 +311,8 @@ class Scope:
                 if callee.name == "typing.cast" and len(args) > 1:
                     return args[1]
                 return S if all(a.scalar and a.kind != PATH for a in args) else T
+            if callee.name in _CONSTEXPR_PATHS and any(not a.scalar for a in args):
+                return T  # tl.constexpr(t) holds the tensor (its text is the tensor's)
             return _path_call_kind(callee.name)
         if callee.kind == FUNC:
             name = callee.name
@@ -299,6 +337,9 @@ class Scope:
             # Methods of non-tensors (str.format, dict.get, torch.Size.numel): the result may be an argument.
             return join(S, *args) if args else S
         return T
+
+
+_CONSTEXPR_PATHS = frozenset({"triton.language.constexpr", "triton.language.core.constexpr"})
 
 
 def _path_call_kind(path: str) -> Kind:
