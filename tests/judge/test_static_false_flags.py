@@ -28,6 +28,7 @@ def rules(code: str) -> set[str]:
     "v = [0.0, 1.0].index(x[0])",
     "v = round(number=x[0])",
     "print(x, file=self)",
+    "print(x)",  # formatting reads the values on the host; the run-time audit counts it as a str()
     "for i, v in enumerate([1, 2], x.view(torch.int32)[0]):\n    pass",
 ])
 def test_formatting_or_indexing_with_a_tensor_reads_its_values(forward):
@@ -35,13 +36,12 @@ def test_formatting_or_indexing_with_a_tensor_reads_its_values(forward):
 
 
 @pytest.mark.parametrize("forward", [
-    "print(x)",
     "print('shape', x.shape, f'{x.dtype}')",
     "s = str(x.shape) + repr(x.dtype) + f'{x.numel()}' + '{}'.format(x.stride(0))",
     "for i, row in enumerate(x.unbind(0)):\n    pass",
     "n = len(range(x.shape[0]))",
 ])
-def test_formatting_metadata_and_printing_stay_allowed(forward):
+def test_formatting_and_printing_metadata_stay_allowed(forward):
     assert analyse(relu_answer(forward)).verdicts == []
 
 
