@@ -413,6 +413,13 @@ def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, r
         rules = ", ".join(sorted({c.rule for c in result.cheats})) or "RH-20"
         reason = result.cheats[0].reason if result.cheats else "the timing reply is malformed"
         return _finish(result, Status.CHEAT, f"rejected by threat rule(s) {rules}: {reason}")
+    if len(reply["times_ms"]) < max(config.timing_reps, len(sets)):
+        # The spot sample is recomputed from the number of calls the child reports: fewer than the
+        # judge asked for would shrink (or empty) the checked sample.
+        result.correct = False
+        result.cheats.append(CheatVerdict("RH-20", f"the child reported {len(reply['times_ms'])} timed calls, fewer "
+                                          f"than the {config.timing_reps} the judge asked for", "runtime"))
+        return _finish(result, Status.CHEAT, f"rejected by threat rule RH-20: {result.cheats[-1].reason}")
     with clock("timed_outputs"):
         with clock.locked(result.device, exclusive=False) as hold:
             outputs = child.request({"op": "timed_outputs"}, yield_to=hold)

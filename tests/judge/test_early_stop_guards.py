@@ -106,14 +106,16 @@ class _ScriptedGpuChild:
     def __init__(self, digests: list[str], profiles: list[list[dict]], spot_output=None) -> None:
         self.digests, self.profiles, self.pending, self.asked = digests, list(profiles), [], []
         self.spot_output, self.keep = spot_output, []  # spot_output(call) -> output of that varied call
+        self.timed_calls = 50
 
     def request(self, msg, yield_to=None):
         op = msg["op"]
         if op == "timing_inputs":
             return {"inputs_digests": list(self.digests)}
         if op == "time":  # the calls a child's reservoir keeps over 50 timed calls, the last one per set exact
-            self.keep = expected_spots(msg["spot_seed"], msg["spot_size"], msg["warmup"], 50 - len(self.digests))
-            return {"times_ms": [0.5] * 50, "wall_ms": [0.6] * 50, "launches": {}}
+            n = self.timed_calls
+            self.keep = expected_spots(msg["spot_seed"], msg["spot_size"], msg["warmup"], n - len(self.digests))
+            return {"times_ms": [0.5] * n, "wall_ms": [0.6] * n, "launches": {}}
         if op == "profile":
             self.asked.append(msg)
             first, *self.pending = self.profiles.pop(0)
@@ -132,7 +134,7 @@ class _ScriptedGpuChild:
 
 
 def _time_and_profile(monkeypatch, relu, profiles: list[list[dict]], spot_output=None,
-                      sets: list | None = None) -> tuple[EvalResult, list[dict]]:
+                      sets: list | None = None, timed_calls: int = 50) -> tuple[EvalResult, list[dict]]:
     @contextmanager
     def no_lock(device, exclusive):
         yield SimpleNamespace(writer_waiting=lambda: False, step_aside=lambda: None)
@@ -158,6 +160,7 @@ def _time_and_profile(monkeypatch, relu, profiles: list[list[dict]], spot_output
     result = EvalResult(status=Status.OK, task_id="relu", device="cuda")
     result.correct = True
     child = _ScriptedGpuChild(digests, profiles, spot_output)
+    child.timed_calls = timed_calls
     judge_mod._time_and_profile(child, 7, SimpleNamespace(kernels=["relu_kernel"]), reference, random.Random(0),
                                 JudgeConfig(device="cpu"), result, judge_mod._PhaseClock())
     return result, child.asked
@@ -256,3 +259,11 @@ def test_missing_spot_outputs_are_rh21_and_non_finite_references_are_not_checked
     unchecked = check_spot_outputs({"spots": [[c, [None], [None]] for c in a]}, a, [None, None],
                                    lambda t, c: None, config)  # non-finite reference: not checked
     assert unchecked == []
+
+
+def test_a_child_reporting_fewer_timed_calls_than_asked_is_rh20(monkeypatch, relu):
+    """The spot sample is recomputed from the reported call count: a harness that reported only the
+    final calls would empty it. Fewer calls than `timing_reps` is a tampered reply."""
+    r, _ = _time_and_profile(monkeypatch, relu, [[KERNELS]], timed_calls=3)
+    assert r.status is Status.CHEAT and {c.rule for c in r.cheats} == {"RH-20"}, r.message
+    assert "fewer than the 50" in r.cheats[0].reason
