@@ -440,6 +440,12 @@ class _Rules(DefinitionRules):
         args = [self.kind(a) for a in node.args]
         if isinstance(func, ast.Attribute) and func.attr == "forward" and _is_super_call(func.value):
             self.threat("RH-05", node, "super().forward reuses the reference implementation")
+        if _is_super_call(node) and (node.keywords or node.args and not (
+                len(node.args) == 2 and isinstance(node.args[0], ast.Name) and node.args[0].id in self.scan.classes
+                and isinstance(node.args[1], ast.Name) and node.args[1].id == "self")):
+            # super(torch.Tensor, t) reaches torch's C base methods (TensorBase.tolist, ...), which neither the
+            # static types nor the run-time host-read audit (it cannot patch C types) see.
+            self.outside(node, "'super(...)' with arguments other than (an answer class, self)")
         if callee.kind == FUNC and callee.name.startswith("builtin:"):
             self._builtin_call(node, callee.name.split(":", 1)[1], args)
         elif callee.kind == FUNC and not callee.name.startswith(("tensor.", "func.", "kernel.", "class.")):

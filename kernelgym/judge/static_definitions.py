@@ -432,7 +432,8 @@ def _import_fallback(node: ast.Try) -> bool:
     def bound(body: list[ast.stmt]) -> dict[str, str] | None:
         if not body or not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in body):
             return None
-        paths = {a.asname or a.name.split(".")[0]: f"{s.module}.{a.name}" if isinstance(s, ast.ImportFrom) else
+        paths = {a.asname or a.name.split(".")[0]: (f"libdevice.{a.name}" if s.module in _LIBDEVICE_PATHS else
+                                                    f"{s.module}.{a.name}") if isinstance(s, ast.ImportFrom) else
                  a.name if a.asname else a.name.split(".")[0] for s in body for a in s.names}
         return {name: "libdevice" if path in _LIBDEVICE_PATHS else path for name, path in paths.items()}
 

@@ -216,3 +216,33 @@ def test_an_override_takes_tensors_from_the_bases_calls():
 
 def test_an_override_computing_sizes_is_allowed():
     assert analyse(BASE.replace("BODY", "x.shape[0] * 2")).verdicts == []
+
+
+# -- round 3 -------------------------------------------------------------------------------------
+def test_super_with_arguments_other_than_an_answer_class_and_self_is_outside_the_contract():
+    """super(torch.Tensor, t) reaches torch's C base methods (TensorBase.tolist), which the run-time
+    host-read audit cannot patch; super() and super(OwnClass, self) stay allowed."""
+    from kernelgym.judge.static_checks import analyse
+    from tests.answers import relu_answer
+
+    for forward in ("v = list(map(super(torch.Tensor, torch.Tensor).tolist, [x]))",
+                    "v = super(torch.Tensor, x).tolist()", "s = super(ModelNew, x)"):
+        report = analyse(relu_answer(forward))
+        assert any("'super(...)'" in v for v in report.violations) or report.verdicts, forward
+    honest = relu_answer().replace("super().__init__()", "super(ModelNew, self).__init__()")
+    assert "super(ModelNew, self)" in honest
+    report = analyse(honest)
+    assert report.verdicts == [] and report.violations == [], report
+
+
+def test_an_import_fallback_may_import_a_function_from_either_libdevice():
+    from kernelgym.judge.static_checks import analyse
+    from tests.answers import relu_answer
+
+    fallback = ("try:\n    from triton.language.extra.cuda.libdevice import tanh\n"
+                "except ImportError:\n    from triton.language.extra.libdevice import tanh\n")
+    report = analyse(fallback + relu_answer())
+    assert report.verdicts == [] and report.violations == [], report
+    swapped = ("try:\n    from triton.language.extra.cuda.libdevice import tanh\n"
+               "except ImportError:\n    from math import tanh\n")
+    assert "RH-04" in {v.rule for v in analyse(swapped + relu_answer()).verdicts}
