@@ -55,6 +55,10 @@ class JudgeConfig:
                                 "When allowed, the torch-compute rules (RH-01 static, RH-03 share) are off; "
                                 "triton_share is reported either way"}
     )
+    engine: str = field(default="replay", metadata={
+        "help": "replay (v4): the answer's Python only records its kernel launches; correctness, timing and "
+                "profile come from replaying them in a process that runs no answer Python. inprocess: the "
+                "earlier judge (timing and checks inside the answer's process), kept for comparison"})
     static_checks: bool = field(default=True, metadata={"help": "run the AST threat rules before anything runs"})
     seed: int | None = field(default=None, metadata={"help": "master seed; None draws a secret one per evaluation"})
 
@@ -63,6 +67,8 @@ class JudgeConfig:
             raise ValueError(f"JudgeConfig.size must be auto, full or small, not {self.size!r}")
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ValueError(f"JudgeConfig.device must be cpu, cuda, cuda:N or auto, not {self.device!r}")
+        if self.engine not in ("replay", "inprocess"):
+            raise ValueError(f"JudgeConfig.engine must be replay or inprocess, not {self.engine!r}")
         if self.num_trials < 1:
             raise ValueError("JudgeConfig.num_trials must be >= 1")
         unknown = set(self.distributions) - set(INPUT_DISTRIBUTIONS)

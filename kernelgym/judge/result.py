@@ -133,6 +133,8 @@ class EvalResult:
     gpu_name: str = ""
     size: str = ""  # "full" or "small"
     versions: dict[str, str] = field(default_factory=dict)
+    engine: str = ""  # "replay" (v4: verdicts from a trusted replay of the recorded launches) or "inprocess"
+    confinement: list[str] = field(default_factory=list)  # OS confinement layers active in the answer's child
 
     @property
     def ok(self) -> bool:
