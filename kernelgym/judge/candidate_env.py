@@ -11,6 +11,9 @@ from pathlib import Path
 # Every process an evaluation starts carries MARKER_VAR=<its marker>: how `sandbox.kill_marked`
 # finds what an answer leaves running (RH-27).
 MARKER_VAR = "KERNELGYM_EVAL"
+# Confinement (`confine`) is on unless the judge's own environment says KERNELGYM_CONFINE=0
+# (debugging); the child reads the judge's choice from its environment before the answer runs.
+CONFINE_VAR = "KERNELGYM_CONFINE"
 _SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "ACCESS_KEY", "CREDENTIAL")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -30,6 +33,7 @@ def child_env(scratch: Path, device: str) -> dict[str, str]:
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         PYTHONPATH=os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p),
+        **{CONFINE_VAR: "0" if os.environ.get(CONFINE_VAR) == "0" else "1"},
     )
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"

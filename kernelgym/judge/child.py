@@ -151,6 +151,7 @@ class _Session:
         import torch
 
         from kernelgym.judge import launch_hook
+        from kernelgym.judge.confine import confine_candidate
 
         self.device = msg.pop("device")
         self.code_path = msg.pop("code_path")
@@ -166,18 +167,21 @@ class _Session:
         self.harness = _TRUSTED["harness_snapshot"]()
         self.hooks_baseline = _hooks_now()
         threads_before = threading.active_count()
+        # The OS confinement (own uid, no network, writes only in the scratch dir), where the machine allows it.
+        self.code_path, confinement = confine_candidate(self.code_path, self.device)
+        confined = {"confinement": confinement.as_reply()}
         try:
             spec = importlib.util.spec_from_file_location(self.MODULE_NAME, self.code_path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[self.MODULE_NAME] = module
             spec.loader.exec_module(module)
         except BaseException as e:  # noqa: BLE001 - any failure of untrusted import is reported, not raised
-            return self._error(e, phase="import")
+            return self._error(e, phase="import") | confined
         cls = module.__dict__.get("ModelNew")
         if cls is None or not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
-            return {"error": "ModelNew must be a class derived from torch.nn.Module", "kind": "invalid_answer"}
+            return {"error": "ModelNew must be a class derived from torch.nn.Module", "kind": "invalid_answer"} | confined
         self.model_cls = cls
-        reply = {"ok": True, "thread_delta": threading.active_count() - threads_before}
+        reply = {"ok": True, "thread_delta": threading.active_count() - threads_before} | confined
         if legacy_build[0] is not None:  # a load message that carries the build (tests of the sandbox)
             built = self.op_build({"init_inputs": legacy_build[0], "init_seed": legacy_build[1]})
             if "error" in built:

@@ -195,6 +195,8 @@ def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Refer
         with clock("reference"):  # trial 0 is drawn while the child imports the answer
             first = plan.next()
         reply = child.receive()
+        confined = reply.get("confinement")  # the child's report, written before the answer ran: a hint
+        result.confinement = [str(x) for x in confined.get("layers", [])][:8] if isinstance(confined, dict) else []
         if "error" not in reply:
             result.cheats.extend(load_verdicts(reply))
             reply = child.request(build_message(reference))
