@@ -169,6 +169,9 @@ def _uid_plan(scratch: Path, gpu: bool) -> tuple[int, list[int], Path] | str:
     unreadable = _unreadable_python()
     if unreadable:
         return f"the Python installation is not readable by other users ({unreadable})"
+    closed = _closed_ancestor(scratch)
+    if closed:
+        return f"the scratch dir is not reachable by other users ({closed})"
     groups = []
     if gpu:
         for dev in _gpu_devices():
@@ -189,13 +192,23 @@ def _uid_plan(scratch: Path, gpu: bool) -> tuple[int, list[int], Path] | str:
 def _unreadable_python() -> str:
     """The first directory of the interpreter's installation and import path that a uid other
     than its owner cannot read or traverse (by the mode bits), or ''."""
-    roots = {Path(p) for p in (sys.base_prefix, sys.prefix, sys.exec_prefix, *sys.path) if p and os.path.isdir(p)}
+    roots = {Path(p).resolve() for p in (sys.base_prefix, sys.prefix, sys.exec_prefix, *sys.path)
+             if p and os.path.isdir(p)}
     for root in sorted(roots):
-        for d in [*reversed(root.resolve().parents), root.resolve()]:
-            mode = os.stat(d).st_mode
-            need = 0o005 if d == root.resolve() else 0o001
-            if mode & need != need:
-                return f"{d} is {stat.filemode(mode)}"
+        closed = _closed_ancestor(root)
+        if closed:
+            return closed
+        if os.stat(root).st_mode & 0o005 != 0o005:
+            return f"{root} is {stat.filemode(os.stat(root).st_mode)}"
+    return ""
+
+
+def _closed_ancestor(path: Path) -> str:
+    """The first directory above `path` that other users cannot traverse, as 'DIR is MODE', or ''."""
+    for d in reversed(path.parents):
+        mode = os.stat(d).st_mode
+        if not mode & 0o001:
+            return f"{d} is {stat.filemode(mode)}"
     return ""
 
 
