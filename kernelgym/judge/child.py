@@ -119,7 +119,10 @@ def _warm_up(device: str) -> None:
     warm_triton(device)
 
 
-class _Session:
+from kernelgym.judge.replay_session import RecordOps, ReplayOps, with_role  # noqa: E402
+
+
+class _Session(RecordOps, ReplayOps):
     MODULE_NAME = "kernelgym_candidate"
 
     def __init__(self) -> None:
@@ -138,6 +141,7 @@ class _Session:
         self.harness: dict[str, tuple[int, int]] = {}
         self.hooks_baseline: tuple = ()
         self.get_task_inputs = None
+        with_role(self)
         self.get_variant_inputs = None
 
     # -- load: build the input source, import the candidate -------------------------------------
@@ -153,6 +157,10 @@ class _Session:
         from kernelgym.judge import launch_hook
         from kernelgym.judge.confine import confine_candidate
 
+        if self.role:
+            return {"error": "load in a replay process", "kind": "crashed", "fault": "protocol_violation"}
+        self.role = "answer"
+        engine = msg.pop("engine", "inprocess")
         self.device = msg.pop("device")
         self.code_path = msg.pop("code_path")
         self.num_inputs = msg.pop("num_inputs")
@@ -162,7 +170,12 @@ class _Session:
             torch.cuda.set_device(self.device)
         self.get_task_inputs = _input_source(msg, self.device)
         legacy_build = msg.pop("init_inputs", None), msg.pop("init_seed", None)
-        launch_hook.install(self.MODULE_NAME)
+        if engine == "replay":
+            from kernelgym.judge import recorder
+
+            recorder.install()
+        else:
+            launch_hook.install(self.MODULE_NAME)
         self.settings = global_settings()
         self.harness = _TRUSTED["harness_snapshot"]()
         self.hooks_baseline = _hooks_now()

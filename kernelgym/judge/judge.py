@@ -87,14 +87,20 @@ def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) ->
     result = EvalResult(status=Status.OK, task_id=task.task_id, device=device, size=size,
                         versions=software_versions(), gpu_name=_gpu_name(device))
     with clock("parse"):
-        parsed = _parse(task, answer, config, result)
+        parsed = (_parse_capabilities if config.engine == "replay" else _parse)(task, answer, config, result)
     if parsed is not None:
         code, report = parsed
         rng = random.Random(config.seed if config.seed is not None else fresh_seed())
         with clock("reference_setup"):  # the model is built on the host; only its move to the GPU holds a share
             reference = Reference(task, size, device, init_seed=rng.getrandbits(62))
         with tempfile.TemporaryDirectory(prefix="kernelgym-") as scratch:
-            _evaluate(Path(scratch), code, report, reference, rng, config, result, clock)
+            if config.engine == "replay":
+                from kernelgym.judge import replay_judge
+
+                replay_judge.evaluate(Path(scratch), code, reference, rng, config, result, clock,
+                                      torch_ops_allowed(task, config))
+            else:
+                _evaluate(Path(scratch), code, report, reference, rng, config, result, clock)
     result.phase_seconds = clock.seconds
     if not result.message:
         result.message = _summary(result)
@@ -134,6 +140,33 @@ def _parse(task: Task, answer: str | bytes, config: JudgeConfig, result: EvalRes
         if result.cheats:
             rules = ", ".join(sorted({c.rule for c in result.cheats}))
             return _finish(result, Status.CHEAT, f"rejected by threat rule(s) {rules}: {result.cheats[0].reason}")
+    return code, report
+
+
+def _parse_capabilities(task: Task, answer: str | bytes, config: JudgeConfig, result: EvalResult) -> tuple[str, Any] | None:
+    """Judge v4's static step: only capability bans (`capabilities.scan`), each an `invalid_answer`
+    naming the construct; whether the answer computes honestly is the replay's to show."""
+    from kernelgym.judge import capabilities
+
+    try:
+        code = extract_code(decode_answer(answer, config.max_answer_bytes))
+    except AnswerError as e:
+        return _finish(result, Status.INVALID_ANSWER, str(e))
+    try:
+        report = capabilities.scan(code)
+    except SyntaxError as e:
+        return _finish(result, Status.INVALID_ANSWER, f"syntax error at line {e.lineno}: {e.msg}",
+                       error=trim_text(f"SyntaxError: {e.msg} (line {e.lineno})\n{(e.text or '').rstrip()}"))
+    except (ValueError, RecursionError, MemoryError) as e:
+        return _finish(result, Status.INVALID_ANSWER, f"the code cannot be parsed: {type(e).__name__}")
+    result.kernels_defined = report.kernels
+    if not report.has_model_new:
+        return _finish(result, Status.INVALID_ANSWER, "the code does not define class ModelNew")
+    if config.static_checks and report.violations:
+        listed = "; ".join(report.violations[:3]) + (f" (+{len(report.violations) - 3} more)"
+                                                      if len(report.violations) > 3 else "")
+        return _finish(result, Status.INVALID_ANSWER, f"outside the answer contract: {listed}",
+                       error="\n".join(report.violations))
     return code, report
 
 

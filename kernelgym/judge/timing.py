@@ -155,6 +155,7 @@ def time_calls(
     hold: Callable[[Any], Any] | None = None,
     spots: SpotReservoir | None = None,
     kept: dict[int, Any] | None = None,
+    before_call: Callable[[list[Any]], None] | None = None,
 ) -> tuple[list[float], list[float], list[Any]]:
     """Time `fn` on CUDA. Returns (event ms per call, host wall ms per call, last output per input set).
 
@@ -171,7 +172,8 @@ def time_calls(
     skimped on. `spots` is offered every varied call (numbered from 0 with the warm-up calls) and
     keeps a secret uniform sample of them; `kept[call]` gets the held output of each call it kept,
     for the judge's spot checks: an answer that does part of the work on calls it guesses are not
-    checked is caught there (RH-21).
+    checked is caught there (RH-21). With `before_call(args)` (the replay's buffer set-up), each
+    call's arguments go to it, untimed, and `fn()` is called with none.
     """
     check = after_call or (lambda out: None)
     held = hold or (lambda out: out)
@@ -182,8 +184,15 @@ def time_calls(
     wall: list[float] = []
     outputs: list[Any] = [None] * k
 
+    def invoke(args: list[Any]) -> Any:
+        if before_call is None:
+            return fn(*args)
+        return fn()
+
     def timed(call: int, args: list[Any]) -> Any:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if before_call is not None:
+            before_call(args)
         torch.cuda.synchronize()  # the GPU is idle: nothing queued before the call is timed
         t0 = time.perf_counter()
         # The L2 flush and a short spin (~0.3 ms of GPU work together) run while the CPU enqueues
@@ -195,7 +204,7 @@ def time_calls(
         flush.zero_()
         _gpu_sleep(_LAUNCH_SLACK_CYCLES)
         start.record()
-        out = fn(*args)
+        out = invoke(args)
         end.record()
         torch.cuda.synchronize()
         check(out)
@@ -205,7 +214,9 @@ def time_calls(
 
     with torch.no_grad():
         for i in range(warmup):
-            check(fn(*varied_copy(input_sets[i % k], i)))
+            if before_call is not None:
+                before_call(varied_copy(input_sets[i % k], i))
+            check(invoke([]) if before_call is not None else fn(*varied_copy(input_sets[i % k], i)))
         torch.cuda.synchronize()
         began = time.perf_counter()
         call = warmup

@@ -1,0 +1,258 @@
+"""Records one forward call of the answer as a launch trace (`trace.Trace`). Runs in the untrusted child.
+
+Every launch of a `@triton.jit` function goes through Triton's `run` (autotune and heuristics
+wrappers end there too), which `install` wraps once: while a recording is on, each launch is
+written down with its grid, arguments and options, its kernel's source captured once
+(`kernel_source.capture`). A torch dispatch mode writes down the torch operators the call runs
+outside kernels (views are not operators on memory: the tensor views carry them). Tensors become
+views of buffers, classified by storage: the call's inputs, the model's state (storages reachable
+from the model and the answer's module before the call; their bytes are taken when first used),
+or scratch (anything else).
+
+Nothing here is trusted. The answer can hide work from the recorder; what is hidden is not
+replayed, so its effect is missing from the replay's outputs. The recorder exists so that the
+answer's own kernels can be replayed without it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kernelgym.judge.kernel_source import CaptureError, KernelSpec, capture, encode_constant
+from kernelgym.judge.trace import LAUNCH_OPTIONS, Trace
+
+_STATE: dict[str, Any] = {"recorder": None, "in_launch": 0}
+
+# Operators that allocate, fill or move memory: replayed as they are. Anything else is compute.
+DATA_MOVEMENT = {
+    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "copy_", "clone",
+    "_to_copy", "lift_fresh", "lift_fresh_copy", "arange", "detach", "alias", "contiguous", "_copy_from",
+    "_copy_from_and_resize", "scalar_tensor", "masked_fill_",
+}
+HOST_READS = {"_local_scalar_dense", "item", "equal", "is_nonzero", "allclose"}
+UNREPLAYABLE = {"set_", "resize_", "resize_as_", "as_strided_", "record_stream", "_assert_async"}
+
+
+class RecordError(Exception):
+    """A launch or operator the trace cannot express (outside the answer contract)."""
+
+
+def install() -> None:
+    """Wrap Triton's launch entry points (compiled and interpreted) once."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    for cls in (JITFunction, InterpretedFunction):
+        if not getattr(cls.run, "_kernelgym_recorder", False):
+            cls.run = _wrap(cls.run)
+
+
+def _wrap(original: Any) -> Any:
+    def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+        recorder = _STATE["recorder"]
+        if recorder is not None and not warmup and not _STATE["in_launch"]:
+            recorder.launch(self, args, grid, kwargs)
+        _STATE["in_launch"] += 1  # Triton's own tensor work during a launch is not the answer's
+        try:
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            _STATE["in_launch"] -= 1
+
+    run._kernelgym_recorder = True
+    return run
+
+
+def state_storages(model: Any, module_globals: dict[str, Any]) -> dict[int, Any]:
+    """data_ptr -> storage of every tensor reachable from the model and the answer's module globals
+    (parameters, buffers, tensor attributes, lists/tuples/dicts of them, a few levels deep)."""
+    found: dict[int, Any] = {}
+    seen: set[int] = set()
+
+    def visit(obj: Any, depth: int) -> None:
+        if depth > 6 or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            st = obj.untyped_storage()
+            if st.nbytes():
+                found.setdefault(st.data_ptr(), st)
+        elif isinstance(obj, torch.nn.Module):
+            for t in (*obj.parameters(recurse=True), *obj.buffers(recurse=True)):
+                visit(t, depth + 1)
+            for v in list(vars(obj).values()):
+                visit(v, depth + 1)
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            for v in list(obj)[:10_000]:
+                visit(v, depth + 1)
+        elif isinstance(obj, dict):
+            for v in list(obj.values())[:10_000]:
+                visit(v, depth + 1)
+
+    visit(model, 0)
+    for value in list(module_globals.values()):
+        if isinstance(value, (torch.Tensor, list, tuple, dict)):
+            visit(value, 1)
+    return found
+
+
+class Recorder(TorchDispatchMode):
+    """One recording: use as a context manager around exactly one forward call."""
+
+    def __init__(self, inputs: list[Any], state: dict[int, Any]) -> None:
+        super().__init__()
+        self.kernels: dict[str, KernelSpec] = {}
+        self.entries: list[dict[str, Any]] = []
+        self.buffers: list[dict[str, Any]] = []
+        self.state_bytes: dict[int, torch.Tensor] = {}  # buffer id -> bytes before the call
+        self._by_ptr: dict[tuple[str, int], int] = {}
+        self._keep: list[Any] = []  # storages seen: held so that no address is reused mid-call
+        self._inputs: dict[tuple[str, int], int] = {}
+        for i, v in enumerate(inputs):
+            if isinstance(v, torch.Tensor):
+                st = v.untyped_storage()
+                self._inputs.setdefault((str(v.device), st.data_ptr()), i)
+        self._state = state
+        self.torch_compute: list[str] = []
+        self.host_reads: list[str] = []
+        self.unreplayable: list[str] = []
+        self._launch_seen: dict[int, str] = {}
+
+    # -- the recording switch -------------------------------------------------------------------
+    def __enter__(self) -> "Recorder":
+        _STATE["recorder"] = self
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        _STATE["recorder"] = None
+        super().__exit__(*exc)
+
+    # -- tensors as buffer views ----------------------------------------------------------------
+    def ref(self, t: torch.Tensor) -> dict[str, Any]:
+        if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+            raise RecordError(f"a {type(t).__name__} (a tensor subclass) cannot be replayed")
+        st = t.untyped_storage()
+        key = (str(t.device), st.data_ptr())
+        buf = self._by_ptr.get(key)
+        if buf is None:
+            buf = len(self.buffers)
+            if key in self._inputs and st.nbytes():
+                kind, index = "input", self._inputs[key]
+            elif st.data_ptr() in self._state and st.nbytes():
+                kind, index = "state", len(self.state_bytes)
+                self.state_bytes[buf] = torch.empty(0, dtype=torch.uint8, device=t.device).set_(st).clone()
+            else:
+                kind, index = "scratch", 0
+            self.buffers.append({"kind": kind, "index": index, "nbytes": st.nbytes()})
+            self._by_ptr[key] = buf
+            self._keep.append(st)
+        return {"buf": buf, "offset": t.storage_offset(), "size": list(t.shape), "stride": list(t.stride()),
+                "dtype": str(t.dtype).removeprefix("torch.")}
+
+    def value(self, v: Any, where: str) -> Any:
+        """An argument as trace data (tensors as views)."""
+        import triton.language as tl
+
+        if isinstance(v, torch.Tensor):
+            return {"t": self.ref(v)}
+        if v is None or isinstance(v, (bool, int, str)):
+            return v
+        if isinstance(v, float):
+            return v if v == v and abs(v) != float("inf") else {"float": repr(v)}
+        if isinstance(v, (list, tuple)):
+            items = [self.value(x, where) for x in v]
+            return {"tuple": items} if isinstance(v, tuple) else items
+        if isinstance(v, tl.dtype):
+            return {"tl_dtype": str(v)}
+        if isinstance(v, tl.constexpr):
+            return self.value(v.value, where)
+        if isinstance(v, torch.dtype):
+            return {"torch_dtype": str(v).removeprefix("torch.")}
+        if isinstance(v, torch.device):
+            return {"device": True}
+        if isinstance(v, (torch.memory_format, torch.layout)):
+            return {"enum": str(v).removeprefix("torch.")}
+        raise RecordError(f"{where}: a {type(v).__name__} cannot be replayed")
+
+    # -- launches -------------------------------------------------------------------------------
+    def launch(self, kernel: Any, args: tuple, grid: Any, kwargs: dict[str, Any]) -> None:
+        try:
+            name = self._launch_seen.get(id(kernel)) or capture(kernel, self.kernels)
+            self._launch_seen[id(kernel)] = name
+            self._keep.append(kernel)
+            sig = inspect.signature(kernel.fn)
+            params = list(sig.parameters)
+            bound = sig.bind(*args, **{k: v for k, v in kwargs.items() if k in params})
+            bound.apply_defaults()
+            values = dict(bound.arguments)
+            g = grid(values) if callable(grid) else grid
+            g = tuple(int(x) for x in (g if isinstance(g, (tuple, list)) else (g,)))
+            if not 1 <= len(g) <= 3:
+                raise RecordError(f"kernel {name}: a grid of {len(g)} dimensions")
+            options = {k: v for k, v in kwargs.items() if k not in params}
+            unknown = sorted(k for k in options if k not in LAUNCH_OPTIONS and k != "debug")
+            if unknown:
+                raise RecordError(f"kernel {name}: launch option(s) {unknown} cannot be replayed")
+            options.pop("debug", None)
+            self.entries.append({"launch": name, "grid": list(g) + [1] * (3 - len(g)),
+                                 "args": [self.value(values[p], f"kernel {name} argument {p}") for p in params],
+                                 "options": {k: (None if v is None else int(v) if not isinstance(v, bool) else v)
+                                             for k, v in options.items()}})
+        except (RecordError, CaptureError, TypeError, ValueError) as e:
+            self.unreplayable.append(str(e))
+
+    # -- torch operators ------------------------------------------------------------------------
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if _STATE["in_launch"]:
+            return out
+        packet = func.overloadpacket.__name__
+        if packet in HOST_READS:
+            self.host_reads.append(str(func))
+            return out
+        if func.is_view or packet in ("detach", "alias", "lift_fresh"):
+            return out
+        if packet in UNREPLAYABLE:
+            self.unreplayable.append(f"torch operator {func} changes a tensor's storage")
+            return out
+        if packet not in DATA_MOVEMENT:
+            self.torch_compute.append(str(func))
+        try:
+            outs = out if isinstance(out, (tuple, list)) else [out]
+            entry = {"aten": str(func), "args": [self.value(a, str(func)) for a in args],
+                     "kwargs": {k: self.value(v, str(func)) for k, v in kwargs.items()},
+                     "outs": [self.value(o, str(func)) if isinstance(o, torch.Tensor) else None for o in outs]}
+            self.entries.append(entry)
+        except RecordError as e:
+            self.unreplayable.append(str(e))
+        return out
+
+    # -- the result -----------------------------------------------------------------------------
+    def finish(self, out: Any) -> Trace:
+        is_seq = type(out) in (tuple, list)
+        items = list(out) if is_seq else [out]
+        try:
+            outputs = [self.value(o, "forward's output") if isinstance(o, torch.Tensor) or o is None
+                       or isinstance(o, (bool, int, float)) else _raise(f"forward returned a {type(o).__name__}")
+                       for o in items]
+        except RecordError as e:
+            self.unreplayable.append(str(e))
+            outputs = []
+        return Trace(buffers=self.buffers, entries=self.entries, outputs=outputs, is_sequence=is_seq,
+                     torch_compute=sorted(set(self.torch_compute)), host_reads=sorted(set(self.host_reads)),
+                     unreplayable=self.unreplayable[:20])
+
+    def kernel_specs(self) -> list[dict[str, Any]]:
+        return [k.to_wire() for k in self.kernels.values()]
+
+
+def _raise(message: str) -> Any:
+    raise RecordError(message)
+
+
+__all__ = ["Recorder", "RecordError", "install", "state_storages", "encode_constant"]

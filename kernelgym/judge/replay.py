@@ -1,0 +1,202 @@
+"""Replays a launch trace on fresh buffers. Runs in the replay process, which never runs answer Python.
+
+A call of the replay: the inputs are the trial's (drawn here from the task's `get_inputs`), the
+state buffers are restored to the bytes the recording reported, every scratch buffer is new and
+filled with 0xFF bytes (NaN for floats, -1 for integers), then the entries run in order: the
+answer's kernels, rebuilt from checked source (`kernel_source`), launched with the recorded grids,
+constants and options on views of these buffers; recorded torch operators run on the same views.
+The outputs are views of the buffers after the last entry. Whatever the answer computed outside
+the recorded entries (host Python, torch hidden from the recorder, caches) is not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from kernelgym.judge.kernel_source import KernelSpec, kernel_problems, load_kernels
+from kernelgym.judge.recorder import DATA_MOVEMENT, HOST_READS, UNREPLAYABLE
+from kernelgym.judge.trace import Trace
+
+POISON_BYTE = 0xFF
+# Operators never replayed, whatever the policy: they read files or the host, or rebind storage.
+_DENIED = {"from_file", "_local_scalar_dense", "save", "_nested_tensor_from_tensor_list"} | UNREPLAYABLE | HOST_READS
+_ENUMS = {"contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "strided"}
+
+
+class ReplayError(Exception):
+    """The trace cannot be replayed as recorded: outside the answer contract (says why)."""
+
+
+class Replayer:
+    """One trace made runnable: kernels rebuilt, operators resolved, state on the device."""
+
+    def __init__(self, trace: Trace, specs: dict[str, KernelSpec], state: dict[int, torch.Tensor], device: str,
+                 allow_torch_compute: bool) -> None:
+        problems = kernel_problems(specs)
+        if problems:
+            raise ReplayError("; ".join(problems[:5]))
+        missing = sorted(set(trace.kernels()) - set(specs))
+        if missing:
+            raise ReplayError(f"kernels launched without a captured source: {missing}")
+        self.trace, self.device = trace, device
+        self.kernels = load_kernels(specs)
+        self.ops: list[Any] = []
+        for e in trace.entries:
+            self.ops.append(self._resolve(e["aten"], allow_torch_compute) if "aten" in e else None)
+        self.state: dict[int, torch.Tensor] = {}
+        for buf, b in enumerate(trace.buffers):
+            if b["kind"] == "state":
+                data = state.get(buf)
+                if data is None or data.dtype != torch.uint8 or data.numel() != b["nbytes"]:
+                    raise ReplayError(f"state buffer {buf} was not sent with its bytes")
+                self.state[buf] = data.to(device)
+        self.bufs: dict[int, torch.Tensor] = {}
+
+    @staticmethod
+    def _resolve(name: str, allow_compute: bool) -> Any:
+        _, packet, *overload = name.split(".")
+        if packet in _DENIED or (packet.startswith("_") and packet not in DATA_MOVEMENT):
+            raise ReplayError(f"torch operator {name} cannot be replayed")
+        if packet not in DATA_MOVEMENT and not allow_compute:
+            raise ReplayError(f"torch operator {name} computes outside the answer's kernels")
+        op = getattr(torch.ops.aten, packet, None)
+        op = getattr(op, overload[0] if overload else "default", None) if op is not None else None
+        if op is None:
+            raise ReplayError(f"unknown torch operator {name}")
+        return op
+
+    # -- one call -------------------------------------------------------------------------------
+    def prepare(self, inputs: list[Any]) -> None:
+        """Buffers for the next call: `inputs`' storages, restored state, poisoned scratch."""
+        bufs: dict[int, torch.Tensor] = {}
+        for buf, b in enumerate(self.trace.buffers):
+            if b["kind"] == "input":
+                x = inputs[b["index"]] if b["index"] < len(inputs) else None
+                if not isinstance(x, torch.Tensor) or x.untyped_storage().nbytes() != b["nbytes"]:
+                    raise ReplayError(f"input {b['index']} does not have the recorded layout")
+                bufs[buf] = _bytes(x.untyped_storage(), x.device)
+            elif b["kind"] == "state":
+                bufs[buf] = self.state[buf].clone()
+            else:
+                bufs[buf] = torch.full((b["nbytes"],), POISON_BYTE, dtype=torch.uint8, device=self.device)
+        self.bufs = bufs
+
+    def run(self) -> Any:
+        """Run the prepared call's entries; its outputs (views of this call's buffers)."""
+        for e, op in zip(self.trace.entries, self.ops):
+            if op is None:
+                kernel = self.kernels[e["launch"]]
+                kernel[tuple(e["grid"])](*[self._value(a) for a in e["args"]], **e.get("options", {}))
+            else:
+                self._run_op(op, e)
+        outs = [self._value(o) for o in self.trace.outputs]
+        return outs if self.trace.is_sequence else (outs[0] if outs else None)
+
+    def __call__(self, *inputs: Any) -> Any:
+        self.prepare(list(inputs))
+        return self.run()
+
+    def _run_op(self, op: Any, e: dict[str, Any]) -> None:
+        args = [self._value(a) for a in e["args"]]
+        kwargs = {k: self._value(v) for k, v in e["kwargs"].items()}
+        packet = op.overloadpacket.__name__
+        if packet in ("empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"):
+            return  # its buffer is already allocated and poisoned
+        result = op(*args, **kwargs)
+        if _mutates(op):
+            return  # it wrote into views of our buffers
+        results = result if isinstance(result, (tuple, list)) else [result]
+        for ref, res in zip(e["outs"], results):
+            if ref is None or not isinstance(res, torch.Tensor):
+                continue
+            r = ref["t"]
+            whole = (r["offset"] == 0 and res.is_contiguous() and res.storage_offset() == 0
+                     and res.untyped_storage().nbytes() == self.trace.buffers[r["buf"]]["nbytes"]
+                     and self.trace.buffers[r["buf"]]["kind"] == "scratch")
+            if whole:
+                self.bufs[r["buf"]] = _bytes(res.untyped_storage(), res.device)
+            else:
+                self._view(r).copy_(res)
+
+    def _value(self, v: Any) -> Any:
+        if isinstance(v, list):
+            return [self._value(x) for x in v]
+        if not isinstance(v, dict):
+            return v
+        (key, val), = v.items()
+        if key == "t":
+            return self._view(val)
+        if key == "tuple":
+            return tuple(self._value(x) for x in val)
+        if key == "tl_dtype":
+            from kernelgym.judge.kernel_source import decode_constant
+
+            return decode_constant(v)
+        if key == "torch_dtype":
+            dtype = getattr(torch, val, None)
+            if not isinstance(dtype, torch.dtype):
+                raise ReplayError(f"unknown torch dtype {val!r}")
+            return dtype
+        if key == "float":
+            if val not in ("inf", "-inf", "nan"):
+                raise ReplayError("bad float")
+            return float(val)
+        if key == "device":
+            return torch.device(self.device)
+        if key == "enum":
+            if val not in _ENUMS:
+                raise ReplayError(f"unknown torch enum {val!r}")
+            return getattr(torch, val)
+        raise ReplayError(f"unknown value {key!r}")
+
+    def _view(self, r: dict[str, Any]) -> torch.Tensor:
+        base = self.bufs[r["buf"]]
+        dtype = getattr(torch, r["dtype"])
+        return torch.empty(0, dtype=dtype, device=base.device).set_(base.untyped_storage(), r["offset"], r["size"],
+                                                                     r["stride"])
+
+
+def _bytes(storage: Any, device: Any) -> torch.Tensor:
+    return torch.empty(0, dtype=torch.uint8, device=device).set_(storage)
+
+
+def _mutates(op: Any) -> bool:
+    return any(a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments)
+
+
+def profile_entries(replayer: Replayer, inputs: list[Any], reps: int) -> list[dict[str, Any]]:
+    """Device time of each entry of the trace over `reps` replays, from CUDA events between entries
+    (no kernel names are trusted: an entry is the answer's when it is a launch of its kernel).
+    Rows: {name, device_us, calls, own}, largest first."""
+    from kernelgym.judge.timing import _LAUNCH_SLACK_CYCLES, _gpu_sleep
+
+    entries = replayer.trace.entries
+    totals = [0.0] * len(entries)
+    with torch.no_grad():
+        replayer(*inputs)  # warm: compiled kernels, allocator
+        torch.cuda.synchronize()
+        for _ in range(reps):
+            replayer.prepare(inputs)
+            events = [torch.cuda.Event(enable_timing=True) for _ in range(len(entries) + 1)]
+            torch.cuda.synchronize()
+            _gpu_sleep(_LAUNCH_SLACK_CYCLES * 4)  # enqueue every entry before the first one runs
+            events[0].record()
+            for i, (e, op) in enumerate(zip(entries, replayer.ops)):
+                if op is None:
+                    kernel = replayer.kernels[e["launch"]]
+                    kernel[tuple(e["grid"])](*[replayer._value(a) for a in e["args"]], **e.get("options", {}))
+                else:
+                    replayer._run_op(op, e)
+                events[i + 1].record()
+            torch.cuda.synchronize()
+            for i in range(len(entries)):
+                totals[i] += events[i].elapsed_time(events[i + 1]) * 1e3
+    rows: dict[str, dict[str, Any]] = {}
+    for e, us in zip(entries, totals):
+        name = e["launch"] if "launch" in e else e["aten"]
+        row = rows.setdefault(name, {"name": name, "device_us": 0.0, "calls": 0, "own": "launch" in e})
+        row["device_us"] += us
+        row["calls"] += reps
+    return sorted(rows.values(), key=lambda r: -r["device_us"])

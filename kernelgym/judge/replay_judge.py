@@ -1,0 +1,230 @@
+"""Judge v4 (`JudgeConfig.engine="replay"`): the answer's Python only records its launches; every
+verdict that decides a reward comes from replaying them where no answer Python runs.
+
+1. The answer's process (confined by the OS where the machine allows, `confine`) imports the
+   answer, builds `ModelNew`, runs forward once to compile and autotune, and once more recorded
+   (`recorder`): a launch trace, the sources of its kernels, the bytes of the state it used.
+2. A second process that never imports the answer checks the kernel sources (`kernel_source`),
+   rebuilds them and replays the trace (`replay`) on inputs it draws from the trial's secret
+   seed, with fresh poisoned scratch and restored state each call.
+3. This process compares the replay's outputs with the reference's, and on a GPU takes the
+   replay's timing and its per-entry profile.
+So torch compute, host Python, caches across calls, timing-phase tricks and tampering with the
+harness have nothing to act on: the answer's own kernels produce the output on new values, or
+the answer fails. What the answer's process reports is a hint only (compile errors, tracebacks).
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelgym.judge.compare import compare_outputs
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.errors import trim_text
+from kernelgym.judge.inputs import base_distribution
+from kernelgym.judge.reference import Reference
+from kernelgym.judge.result import CheatVerdict, EvalResult, Profile, KernelTime, RuntimeStats, Status, TrialResult
+from kernelgym.judge.runtime_checks import check_spot_outputs, check_timed_outputs, output_bytes, PROFILE_REPS
+from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
+from kernelgym.judge.spot import expected_spots, spot_count
+from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
+
+
+class _Stop(Exception):
+    """The verdict is decided; `result` says it."""
+
+
+def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random, config: JudgeConfig,
+             result: EvalResult, clock: Any, allow_torch: bool) -> None:
+    """Run steps 1-3 for one answer, filling `result` (never raises for a bad answer)."""
+    from kernelgym.judge.judge import build_message, load_message
+
+    result.engine = "replay"
+    code_path = scratch / f"answer_{secrets.token_hex(6)}.py"
+    code_path.write_text(code, encoding="utf-8")
+    # Not under the answer's scratch dir, which the answer's process may write.
+    replay_dir = Path(tempfile.mkdtemp(prefix="kernelgym-replay-"))
+    deadline = time.monotonic() + config.timeout_s
+    mem = int(config.cpu_memory_gb * (1 << 30)) if result.device == "cpu" else 0
+    limits = (deadline, config.max_log_bytes, config.max_message_bytes, mem)
+    plan = TrialPlan(reference, rng, config, result.device)
+    try:
+        with CandidateProcess.start(scratch, result.device, *limits) as answer:
+            with clock("compile"):
+                answer.send(load_message(reference, code_path, result.device) | {"engine": "replay"})
+                with clock("reference"):  # trial 0 is drawn while the child imports the answer
+                    first = plan.next()
+                reply = answer.receive()
+                result.confinement = list((reply.get("confinement") or {}).get("layers", []))
+                if "error" not in reply:
+                    reply = answer.request(build_message(reference))
+                _check_error(reply, result, "")
+                with clock("record"):
+                    recorded = _record(answer, rng, result, variant=False)
+            with CandidateProcess.start(replay_dir, result.device, *limits) as replayer:
+                with clock("replay_load"):
+                    _load_replay(replayer, reference, recorded, result, allow_torch, "main")
+                result.compiled = True
+                with clock("correctness"):
+                    _trials(answer, replayer, plan, first, rng, config, result, allow_torch)
+                answer.close()  # nothing of the answer's process is needed any more
+                if result.device == "cpu":
+                    result.timing_note = "not measured: timing and profiling need a GPU (this run used the CPU interpreter)"
+                    return
+                _time_and_profile(replayer, len(plan.drawn), reference, rng, config, result, clock, allow_torch)
+    except ChildFailed as f:
+        _set(result, Status(f.status), f.message, error=trim_text(f.message), fault=f.fault)
+    except _Stop:
+        pass
+    finally:
+        shutil.rmtree(replay_dir, ignore_errors=True)
+
+
+def _set(result: EvalResult, status: Status, message: str, error: str = "", fault: str = "") -> None:
+    result.status, result.message = status, message
+    result.error = error or result.error
+    result.fault = fault or result.fault
+
+
+def _check_error(reply: dict[str, Any], result: EvalResult, where: str) -> None:
+    if "error" in reply:
+        text = str(reply["error"])
+        lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+        _set(result, Status(reply.get("kind", "runtime_error")), f"{where}{lines[-1].strip() if lines else text}",
+             error=text, fault=reply.get("fault", ""))
+        raise _Stop
+
+
+def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, variant: bool) -> dict[str, Any]:
+    reply = answer.request({"op": "record", "warm_seed": rng.getrandbits(62), "seed": rng.getrandbits(62),
+                            "distribution": "task", "variant": variant})
+    _check_error(reply, result, "forward: ")
+    trace = reply.get("trace") or {}
+    result.kernels_launched = sorted({e["launch"] for e in trace.get("entries", []) if isinstance(e, dict)
+                                      and isinstance(e.get("launch"), str)} | set(result.kernels_launched))
+    problems = [str(p) for p in trace.get("unreplayable", [])]
+    if problems:
+        _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {problems[0]}", error="\n".join(problems))
+        raise _Stop
+    if trace.get("host_reads"):
+        _set(result, Status.INVALID_ANSWER, "outside the answer contract: forward read tensor values on the host "
+             f"({', '.join(trace['host_reads'][:3])}); launches may depend on shapes, never on values")
+        raise _Stop
+    return reply
+
+
+def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dict[str, Any], result: EvalResult,
+                 allow_torch: bool, slot: str) -> None:
+    from kernelgym.judge.judge import _inputs_source
+
+    trace = recorded["trace"]
+    compute = [str(c) for c in trace.get("torch_compute", [])]
+    if compute and not allow_torch:
+        result.cheats.append(CheatVerdict(
+            "RH-01", f"forward computed with torch outside the answer's Triton kernels ({', '.join(compute[:4])})",
+            "runtime"))
+        _set(result, Status.CHEAT, f"rejected by threat rule RH-01: {result.cheats[-1].reason}")
+        raise _Stop
+    if not any("launch" in e for e in trace.get("entries", []) if isinstance(e, dict)):
+        result.cheats.append(CheatVerdict("RH-02", "forward launched none of the answer's Triton kernels", "runtime"))
+        _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
+        raise _Stop
+    reply = replayer.request({"op": "replay_load", "slot": slot, "device": result.device, "trace": trace,
+                              "kernels": recorded["kernels"], "state": recorded["state"],
+                              "allow_torch_compute": allow_torch, **_inputs_source(reference)})
+    _check_error(reply, result, "")
+
+
+def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPlan, first: Trial | None,
+            rng: random.Random, config: JudgeConfig, result: EvalResult, allow_torch: bool) -> None:
+    from kernelgym.judge.judge import build_message
+
+    t = first
+    while t is not None:
+        slot = "main"
+        if t.variant is not None:
+            reply = answer.request(build_message(t.variant, variant=True))
+            _check_error(reply, result, f"trial {t.index} (variant): ")
+            recorded = _record(answer, rng, result, variant=True)
+            _load_replay(replayer, t.variant, recorded, result, allow_torch, "variant")
+            slot = "variant"
+        reply = replayer.request({"op": "replay_trial", "slot": slot, "seed": t.seed, "distribution": t.distribution,
+                                  "probe_seed": t.probe_seed})
+        _check_error(reply, result, f"trial {t.index}: ")
+        if reply.get("inputs_digest") != t.inputs_digest:
+            raise RuntimeError("the replay drew other inputs than the reference")  # our bug, not the answer's
+        if reply.get("mutated_inputs"):
+            result.cheats.append(CheatVerdict("RH-10", f"the answer's kernels wrote into input(s) "
+                                              f"{reply['mutated_inputs']}", "runtime"))
+            _set(result, Status.CHEAT, f"rejected by threat rule RH-10: {result.cheats[-1].reason}")
+            raise _Stop
+        outputs = reply.get("outputs", [])
+        actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
+        cmp = compare_outputs(t.expected, actual, config, scaled=base_distribution(t.distribution) == "wide")
+        result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error, cmp.max_rel_error,
+                                         cmp.mismatched, cmp.total, cmp.message))
+        t.expected = None
+        if not cmp.passed:
+            failed = result.trials[-1]
+            _set(result, Status.WRONG_OUTPUT, f"wrong output in trial {failed.index} ({failed.distribution} inputs): "
+                 f"{failed.message}")
+            raise _Stop
+        t = plan.next()
+    result.correct = True
+
+
+def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: Reference, rng: random.Random,
+                      config: JudgeConfig, result: EvalResult, clock: Any, allow_torch: bool) -> None:
+    from kernelgym.judge.judge import _spot_expected
+
+    with clock("timing"):
+        sets = [draw_trial(reference, rng, config, trials_drawn + i, grad=False)
+                for i in range(config.timing_input_sets)]
+        prep = replayer.request({"op": "replay_timing_inputs", "sets": [(t.seed, t.distribution) for t in sets]})
+        _check_error(prep, result, "before timing: ")
+        spot_seed = rng.getrandbits(63)
+        spot_size = spot_count(output_bytes(sets[0].expected), len(sets), config.max_message_bytes)
+        with clock.locked(result.device, exclusive=True):
+            with clock("measure"):
+                reply = replayer.request({"op": "replay_time", "warmup": config.timing_warmup,
+                                          "reps": config.timing_reps, "flush_bytes": config.l2_flush_bytes,
+                                          "budget_s": config.timing_budget_s, "spot_seed": spot_seed,
+                                          "spot_size": spot_size})
+            prof: dict[str, Any] = {}
+            if config.profile and "error" not in reply:
+                with clock("profile"):
+                    prof = replayer.request({"op": "replay_profile", "reps": PROFILE_REPS})
+        _check_error(reply, result, "during timing: ")
+        with clock("timed_outputs"):
+            outputs = replayer.request({"op": "replay_timed_outputs"})
+            verdicts = check_timed_outputs(outputs, sets, config)
+            if not verdicts:
+                spots = expected_spots(spot_seed, spot_size, config.timing_warmup,
+                                       len(reply["times_ms"]) - len(sets))
+                verdicts = check_spot_outputs(outputs, spots, sets, _spot_expected(reference), config)
+        if verdicts:  # the replay computed a wrong output on timing inputs: wrong, whatever the cause
+            result.correct = False
+            _set(result, Status.WRONG_OUTPUT, f"wrong output during timing: {verdicts[0].reason}")
+            return
+    result.runtime = RuntimeStats.from_samples(reply["times_ms"])
+    if "rows" in prof:
+        table = [KernelTime(r["name"], float(r["device_us"]), int(r["calls"]), bool(r["own"])) for r in prof["rows"]]
+        total = sum(k.device_us for k in table)
+        own = sum(k.device_us for k in table if k.own)
+        result.profile = Profile(kernels=table[:20], total_device_us=total, triton_share=own / total if total else 0.0)
+    replayer.close()
+    with clock("reference_timing"):
+        ref = reference.times([t.inputs for t in sets], config)
+    result.reference_runtime, result.compile_runtime = ref.eager, ref.compiled
+    if ref.note:
+        result.timing_note = ref.note
+    if ref.eager and result.runtime.median_ms > 0:
+        result.speedup_eager = ref.eager.median_ms / result.runtime.median_ms
+    if ref.compiled and result.runtime.median_ms > 0:
+        result.speedup_compile = ref.compiled.median_ms / result.runtime.median_ms

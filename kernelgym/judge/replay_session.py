@@ -1,0 +1,183 @@
+"""The child's requests of judge v4 (`engine="replay"`): `record` in the answer's process, `replay_*`
+in a process that never imports the answer.
+
+A process takes one role for life: once it has imported an answer (`load`) it refuses every
+`replay_*` request, and a replay process refuses `load`; the parent also never sends both to one
+process. The replay process's verdict-relevant work (outputs, timing, profile) runs only trusted
+code and the answer's kernels rebuilt from checked source.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+class RecordOps:
+    """Mixin of `child._Session`: record one forward call of the loaded model as a launch trace."""
+
+    def op_record(self, msg: dict) -> dict:
+        import torch
+
+        from kernelgym.judge import recorder
+
+        if self.role != "answer":
+            return {"error": "record before load", "kind": "crashed", "fault": "protocol_violation"}
+        variant = bool(msg.get("variant"))
+        model = self.variant_model if variant else self.model
+        gen = self.get_variant_inputs if variant else self.get_task_inputs
+        try:
+            warm = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in gen(msg["warm_seed"], "task")]
+            with torch.no_grad():
+                model(*warm)  # compiles and autotunes: the recorded call then launches what it settled on
+            if self.device != "cpu":
+                torch.cuda.synchronize()
+            del warm
+            inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v
+                      for v in gen(msg["seed"], msg["distribution"])]
+            module = sys.modules.get(self.MODULE_NAME)
+            state = recorder.state_storages(model, vars(module) if module is not None else {})
+            rec = recorder.Recorder(inputs, state)
+            with torch.no_grad(), rec:
+                out = model(*inputs)
+            if self.device != "cpu":
+                torch.cuda.synchronize()
+            trace = rec.finish(out)
+        except BaseException as e:  # noqa: BLE001 - the answer's failure is a verdict
+            return self._error(e, phase="forward")
+        return {"trace": trace.to_wire(), "kernels": rec.kernel_specs(),
+                "state": [[buf, data.cpu()] for buf, data in rec.state_bytes.items()]}
+
+
+class ReplayOps:
+    """Mixin of `child._Session`: the trusted replay of a trace the parent forwarded."""
+
+    def _replay_ready(self) -> dict | None:
+        if self.role == "answer":
+            return {"error": "replay in an answer's process", "kind": "crashed", "fault": "protocol_violation"}
+        self.role = "replay"
+        return None
+
+    def op_replay_load(self, msg: dict) -> dict:
+        """Rebuild the kernels and the trace of `slot` ("main" or "variant"), with its input generator."""
+        from kernelgym.judge.child import _input_source
+        from kernelgym.judge.kernel_source import KernelSpec
+        from kernelgym.judge.replay import Replayer, ReplayError
+        from kernelgym.judge.trace import Trace, TraceError
+
+        refused = self._replay_ready()
+        if refused:
+            return refused
+        import torch
+
+        self.device = msg.pop("device")
+        if self.device.startswith("cuda:"):
+            torch.cuda.set_device(self.device)
+        slot = msg.pop("slot", "main")
+        try:
+            gen = _input_source(msg, self.device)
+            trace = Trace.from_wire(msg.pop("trace"))
+            specs = {}
+            for d in msg.pop("kernels"):
+                spec = KernelSpec.from_wire(d)
+                specs[spec.name] = spec
+            state = {int(buf): data for buf, data in msg.pop("state")}
+            replayer = Replayer(trace, specs, state, self.device, bool(msg.pop("allow_torch_compute")))
+        except (ReplayError, TraceError, ValueError, TypeError, KeyError) as e:
+            return {"error": f"the recorded launches cannot be replayed: {e}", "kind": "invalid_answer"}
+        except BaseException as e:  # noqa: BLE001 - a kernel module that fails to import, say
+            return self._error(e, phase="replay_load")
+        self.replayers[slot] = (replayer, gen)
+        return {"ok": True}
+
+    def op_replay_trial(self, msg: dict) -> dict:
+        """Replay on the trial's inputs (drawn here from its seed); outputs and mutated inputs back."""
+        import torch
+
+        from kernelgym.judge.child import ship_outputs
+        from kernelgym.judge.inputs import digest, swap_probe
+
+        refused = self._replay_ready()
+        if refused:
+            return refused
+        replayer, gen = self.replayers[msg.get("slot", "main")]
+        generated = gen(msg["seed"], msg["distribution"])
+        if msg.get("probe_seed") is not None:
+            generated = swap_probe(generated, msg["probe_seed"])
+        inputs_digest = digest(generated)
+        inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in generated]
+        pristine = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+        try:
+            with torch.no_grad():
+                out = replayer(*inputs)
+            if self.device != "cpu":
+                torch.cuda.synchronize()
+        except BaseException as e:  # noqa: BLE001 - a kernel that fails on these inputs
+            return self._error(e, phase="replay")
+        mutated = [i for i, (a, b) in enumerate(zip(inputs, pristine))
+                   if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
+        return {"inputs_digest": inputs_digest, "mutated_inputs": mutated} | ship_outputs(out)
+
+    def op_replay_timing_inputs(self, msg: dict) -> dict:
+        import torch
+
+        from kernelgym.judge.inputs import digest
+
+        refused = self._replay_ready()
+        if refused:
+            return refused
+        _, gen = self.replayers["main"]
+        generated = [gen(seed, dist) for seed, dist in msg["sets"]]
+        self.timing_sets = [[v.to(self.device) if isinstance(v, torch.Tensor) else v for v in s] for s in generated]
+        return {"inputs_digests": [digest(s) for s in generated]}
+
+    def op_replay_time(self, msg: dict) -> dict:
+        from kernelgym.judge.child import hold_on_host
+        from kernelgym.judge.spot import SpotReservoir
+        from kernelgym.judge.timing import time_calls
+
+        refused = self._replay_ready()
+        if refused:
+            return refused
+        replayer, _ = self.replayers["main"]
+        self.spot_outputs = {}
+        try:
+            times, wall, self.timed_outputs = time_calls(
+                replayer.run, self.timing_sets, msg["warmup"], msg["reps"], msg["flush_bytes"],
+                msg.get("budget_s", 0.0), hold=hold_on_host,
+                spots=SpotReservoir(int(msg.get("spot_seed", 0)), int(msg.get("spot_size", 0))),
+                kept=self.spot_outputs, before_call=replayer.prepare)
+        except BaseException as e:  # noqa: BLE001
+            return self._error(e, phase="timing")
+        return {"times_ms": times, "wall_ms": wall}
+
+    def op_replay_timed_outputs(self, msg: dict) -> dict:
+        refused = self._replay_ready()
+        if refused:
+            return refused
+        spots = sorted(self.spot_outputs.items())
+        return {"outputs": [s["outputs"] for s in self.timed_outputs],
+                "layout": [s["layout"] for s in self.timed_outputs],
+                "spots": [[call, s["outputs"], s["layout"]] for call, s in spots]}
+
+    def op_replay_profile(self, msg: dict) -> dict:
+        from kernelgym.judge.replay import profile_entries
+
+        refused = self._replay_ready()
+        if refused:
+            return refused
+        replayer, _ = self.replayers["main"]
+        try:
+            rows = profile_entries(replayer, self.timing_sets[0], int(msg["reps"]))
+        except BaseException as e:  # noqa: BLE001
+            return self._error(e, phase="profile")
+        return {"rows": rows}
+
+
+def with_role(session: Any) -> None:
+    """Initial role state of a session (neither answer nor replay yet)."""
+    session.role = ""
+    session.replayers = {}
+
+
+__all__ = ["RecordOps", "ReplayOps", "with_role", "Any"]

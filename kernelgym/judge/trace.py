@@ -1,0 +1,168 @@
+"""A launch trace: what one forward call of the answer did to memory, as data a trusted process replays.
+
+Memory is a table of buffers (the call's inputs, the model's state as it was before the call, and
+scratch the call allocated), and every tensor the call touched is a view of one buffer
+(`TensorRef`: buffer, element offset, sizes, strides, dtype). Entries are, in order, launches of
+the answer's Triton kernels (kernel name, grid, arguments as tensor views and constants, launch
+options) and the torch operations the call ran outside kernels (allocations, copies, fills: a torch
+operator name and its arguments). The outputs are views too.
+
+The trace comes from the untrusted child: `validate` checks every field's type and range before a
+trusted process touches it, and the replay runs only what the trace says, on buffers of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+TRACE_VERSION = 1
+BUFFER_KINDS = ("input", "state", "scratch")
+DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+          "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64", "complex64")
+# Launch options Triton takes besides the kernel's parameters (values: ints, bools or None).
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
+                  "launch_pdl", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "num_buffers_warp_spec",
+                  "num_consumer_groups", "reg_dec_producer", "reg_inc_consumer")
+_OP_NAME = re.compile(r"^aten\.[a-z0-9_]+(\.[A-Za-z0-9_]+)?$")
+MAX_ENTRIES = 20_000
+MAX_BUFFERS = 20_000
+MAX_DIMS = 16
+
+
+class TraceError(ValueError):
+    """The trace is malformed (a protocol violation by the recording child, or our bug)."""
+
+
+@dataclass
+class Trace:
+    """One recorded call. `entries` and `outputs` hold `TensorRef` dicts where tensors were."""
+
+    buffers: list[dict[str, Any]]  # {"kind": input|state|scratch, "index": int, "nbytes": int}
+    entries: list[dict[str, Any]]  # {"launch": name, "grid": [g0,g1,g2], "args": [...], "options": {...}}
+    #                                or {"aten": "aten.op.overload", "args": [...], "kwargs": {...}, "outs": [...]}
+    outputs: Any  # a TensorRef, or a list of TensorRefs / None / numbers; `is_sequence` says which
+    is_sequence: bool = False
+    torch_compute: list[str] = field(default_factory=list)  # compute operators the call ran outside kernels
+    host_reads: list[str] = field(default_factory=list)  # operators that read a tensor value on the host
+    unreplayable: list[str] = field(default_factory=list)  # what the recorder could not express
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"version": TRACE_VERSION, "buffers": self.buffers, "entries": self.entries, "outputs": self.outputs,
+                "is_sequence": self.is_sequence, "torch_compute": self.torch_compute, "host_reads": self.host_reads,
+                "unreplayable": self.unreplayable}
+
+    @classmethod
+    def from_wire(cls, d: Any) -> "Trace":
+        """Parse and validate a trace from the child; `TraceError` if anything is off."""
+        if not isinstance(d, dict) or d.get("version") != TRACE_VERSION:
+            raise TraceError("not a launch trace of this version")
+        trace = cls(buffers=d.get("buffers"), entries=d.get("entries"), outputs=d.get("outputs"),
+                    is_sequence=bool(d.get("is_sequence")), torch_compute=_strings(d.get("torch_compute")),
+                    host_reads=_strings(d.get("host_reads")), unreplayable=_strings(d.get("unreplayable")))
+        trace.validate()
+        return trace
+
+    def validate(self) -> None:
+        if not isinstance(self.buffers, list) or len(self.buffers) > MAX_BUFFERS:
+            raise TraceError("buffers must be a list")
+        if not isinstance(self.entries, list) or len(self.entries) > MAX_ENTRIES:
+            raise TraceError(f"entries must be a list of at most {MAX_ENTRIES}")
+        for i, b in enumerate(self.buffers):
+            if not (isinstance(b, dict) and b.get("kind") in BUFFER_KINDS and _int(b.get("index"), 0)
+                    and _int(b.get("nbytes"), 0)):
+                raise TraceError(f"buffer {i} is malformed")
+        for i, e in enumerate(self.entries):
+            if not isinstance(e, dict):
+                raise TraceError(f"entry {i} is not a dict")
+            if "launch" in e:
+                self._check_launch(i, e)
+            elif "aten" in e:
+                self._check_aten(i, e)
+            else:
+                raise TraceError(f"entry {i} is neither a launch nor a torch operator")
+        self._check_value(self.outputs, "outputs")
+
+    def _check_launch(self, i: int, e: dict[str, Any]) -> None:
+        if not isinstance(e["launch"], str) or not isinstance(e.get("args"), list):
+            raise TraceError(f"entry {i}: malformed launch")
+        grid = e.get("grid")
+        if not (isinstance(grid, list) and len(grid) == 3 and all(_int(g, 0) for g in grid)):
+            raise TraceError(f"entry {i}: grid must be three non-negative ints")
+        opts = e.get("options", {})
+        if not isinstance(opts, dict) or any(k not in LAUNCH_OPTIONS or not (v is None or isinstance(v, (int, bool)))
+                                             for k, v in opts.items()):
+            raise TraceError(f"entry {i}: launch options must be among {LAUNCH_OPTIONS}")
+        for a in e["args"]:
+            self._check_value(a, f"entry {i}")
+
+    def _check_aten(self, i: int, e: dict[str, Any]) -> None:
+        if not isinstance(e["aten"], str) or not _OP_NAME.match(e["aten"]):
+            raise TraceError(f"entry {i}: bad operator name")
+        if not isinstance(e.get("args"), list) or not isinstance(e.get("kwargs"), dict) \
+                or not isinstance(e.get("outs"), list):
+            raise TraceError(f"entry {i}: malformed operator call")
+        for a in (*e["args"], *e["kwargs"].values(), *e["outs"]):
+            self._check_value(a, f"entry {i}")
+        if not all(isinstance(k, str) and k.isidentifier() for k in e["kwargs"]):
+            raise TraceError(f"entry {i}: bad keyword")
+
+    def _check_value(self, v: Any, where: str, depth: int = 0) -> None:
+        if depth > 8:
+            raise TraceError(f"{where}: nested too deep")
+        if v is None or isinstance(v, (bool, int, str)):
+            return
+        if isinstance(v, float):
+            return
+        if isinstance(v, list):
+            for x in v:
+                self._check_value(x, where, depth + 1)
+            return
+        if isinstance(v, dict) and len(v) == 1:
+            (key, val), = v.items()
+            if key == "t":
+                self._check_ref(val, where)
+                return
+            if key == "tuple" and isinstance(val, list):
+                for x in val:
+                    self._check_value(x, where, depth + 1)
+                return
+            if key in ("tl_dtype", "torch_dtype", "enum", "float") and isinstance(val, str):
+                return
+            if key == "device" and val is True:
+                return
+        raise TraceError(f"{where}: a value of unknown form")
+
+    def _check_ref(self, r: Any, where: str) -> None:
+        if not isinstance(r, dict):
+            raise TraceError(f"{where}: malformed tensor view")
+        buf, offset, size, stride, dtype = (r.get(k) for k in ("buf", "offset", "size", "stride", "dtype"))
+        if not (_int(buf, 0) and buf < len(self.buffers) and _int(offset, 0) and dtype in DTYPES
+                and isinstance(size, list) and isinstance(stride, list) and len(size) == len(stride) <= MAX_DIMS
+                and all(_int(s, 0) for s in size) and all(_int(s) for s in stride)):
+            raise TraceError(f"{where}: malformed tensor view")
+        itemsize = dtype_itemsize(dtype)
+        if 0 in size:
+            return
+        hi = offset + sum((n - 1) * s for n, s in zip(size, stride) if s > 0)
+        lo = offset + sum((n - 1) * s for n, s in zip(size, stride) if s < 0)
+        if lo < 0 or (hi + 1) * itemsize > self.buffers[buf]["nbytes"]:
+            raise TraceError(f"{where}: a tensor view outside its buffer")
+
+    def kernels(self) -> list[str]:
+        return sorted({e["launch"] for e in self.entries if "launch" in e})
+
+
+def dtype_itemsize(name: str) -> int:
+    import torch
+
+    return torch.empty(0, dtype=getattr(torch, name)).element_size()
+
+
+def _int(v: Any, lo: int | None = None) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and (lo is None or v >= lo) and abs(v) < (1 << 62)
+
+
+def _strings(v: Any) -> list[str]:
+    return [str(x)[:200] for x in v][:100] if isinstance(v, list) else []
