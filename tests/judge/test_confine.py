@@ -83,7 +83,7 @@ def _load(tmp_path: Path, answer_dir: Path) -> tuple[dict, dict]:
         listener.close()
         shutil.rmtree(scratch, ignore_errors=True)
     probes = [line for line in tail.splitlines() if line.startswith("PROBES ")]
-    assert probes, tail
+    assert probes, (reply, tail)
     return reply, json.loads(probes[-1][len("PROBES "):])
 
 
