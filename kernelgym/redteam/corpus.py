@@ -22,6 +22,10 @@ A task-agnostic exploit (`# task: *`, e.g. one that rebuilds whatever reference 
 is run once per task: `expand_agnostic` makes one instance per task id, named `stem[task]`.
 `kernelgym redteam` runs them over every built-in task; CI runs them over `CI_AGNOSTIC_TASKS`.
 
+Real-world honest answers (kernels copied, with attribution, from public Triton libraries) live in
+`tests/redteam/external/` with `# source:` and `# licence:` lines besides `task` and `style`, and an
+optional `# cpu: no (reason)` for kernels the CPU interpreter cannot run (`load_external`).
+
 Honest-but-unusual answers live in `tests/redteam/honest/` with a two-line header,
 
     # task: softmax                      the built-in task it answers
@@ -173,14 +177,22 @@ class HonestAnswer:
     task: str
     style: str
     text: str = field(default="", repr=False)
+    source: str = ""  # external answers: where the kernels come from (repository, path, commit)
+    licence: str = ""  # external answers: SPDX id and copyright line of the source
+    cpu: str = ""  # external answers: `no (reason)` when the CPU interpreter cannot run the kernels
 
     @property
     def name(self) -> str:
         return self.path.stem
 
+    @property
+    def runs_on_cpu(self) -> bool:
+        return not self.cpu.startswith("no")
 
-def parse_honest(path: Path) -> HonestAnswer:
-    """Read one honest answer's header (`# task:`, `# style:`). Raises ValueError naming the file."""
+
+def parse_honest(path: Path, required: tuple[str, ...] = ("task", "style")) -> HonestAnswer:
+    """Read one honest answer's header (`# task:`, `# style:`, and for external answers `# source:`,
+    `# licence:`, optional `# cpu:`). Raises ValueError naming the file."""
     text = path.read_text()
     meta: dict[str, str] = {}
     for line in text.splitlines():
@@ -188,12 +200,13 @@ def parse_honest(path: Path) -> HonestAnswer:
         if not m:
             break
         meta.setdefault(m.group(1), m.group(2))
-    missing = {"task", "style"} - set(meta)
+    missing = set(required) - set(meta)
     if missing:
         raise ValueError(f"{path.name}: header lacks {sorted(missing)}")
     if meta["task"] == ANY_TASK:
         raise ValueError(f"{path.name}: an honest answer names one task")
-    return HonestAnswer(path=path, task=meta["task"], style=meta["style"], text=text)
+    return HonestAnswer(path=path, task=meta["task"], style=meta["style"], text=text, source=meta.get("source", ""),
+                        licence=meta.get("licence", ""), cpu=meta.get("cpu", ""))
 
 
 def load_honest(directory: Path | None = None) -> list[HonestAnswer]:
@@ -204,3 +217,14 @@ def load_honest(directory: Path | None = None) -> list[HonestAnswer]:
         except FileNotFoundError:
             return []
     return [parse_honest(p) for p in sorted(directory.glob("*.py"))]
+
+
+def load_external(directory: Path | None = None) -> list[HonestAnswer]:
+    """Every real-world honest answer of `tests/redteam/external/` (kernels copied from public Triton
+    libraries; each header names its source and licence), sorted by name; none when the directory is absent."""
+    if directory is None:
+        try:
+            directory = corpus_dir("external")
+        except FileNotFoundError:
+            return []
+    return [parse_honest(p, ("task", "style", "source", "licence")) for p in sorted(directory.glob("*.py"))]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from kernelgym.judge.batch import judge_many
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import EvalResult, Status
-from kernelgym.redteam.corpus import Exploit, Expectation, expand_agnostic, load_corpus, load_honest
+from kernelgym.redteam.corpus import Exploit, Expectation, expand_agnostic, load_corpus, load_external, load_honest
 from kernelgym.tasks import builtin_task_ids
 from kernelgym.tasks.loaders import builtin_answer_path, load_builtin
 from kernelgym.tasks.task import Task
@@ -88,13 +88,14 @@ def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None =
                 progress: bool = True, exploits: list[Exploit] | None = None,
                 on_result: Callable[[EvalResult], None] | None = None,
                 agnostic_tasks: list[str] | tuple[str, ...] | None = None,
-                honest: bool = True) -> RedteamReport:
+                honest: bool = True, external: bool = False) -> RedteamReport:
     """Judge every exploit (and, with `legit`, every built-in answer and, with `honest` too, every
     honest-but-unusual answer) on `config`'s device.
 
     `only` filters exploits by threat code or file-name substring. Exploits marked `device: cuda`
     are skipped (and listed) on a CPU run. Task-agnostic exploits (`task: *`) run once per task of
-    `agnostic_tasks` (default: every built-in task).
+    `agnostic_tasks` (default: every built-in task). With `legit` and `external`, the real-world answers of
+    `tests/redteam/external/` join the legitimate corpus (those marked `cpu: no` only off the CPU).
     """
     device = config.resolved_device()
     config = replace(config, device=device)
@@ -119,6 +120,10 @@ def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None =
             answers = load_honest()
             tasks_h = {tid: load_builtin(tid)[0] for tid in sorted({a.task for a in answers})}
             jobs_legit += [(f"honest:{a.name}", tasks_h[a.task], a.text) for a in answers]
+        if external:
+            answers = [a for a in load_external() if a.runs_on_cpu or device != "cpu"]
+            tasks_e = {tid: load_builtin(tid)[0] for tid in sorted({a.task for a in answers})}
+            jobs_legit += [(f"external:{a.name}", tasks_e[a.task], a.text) for a in answers]
         report.legit = judge_many([(t, text) for _, t, text in jobs_legit], config, jobs, progress, on_result)
         report.legit_names = [name for name, _, _ in jobs_legit]
     return report
