@@ -205,6 +205,9 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timing-budget", type=float, default=0.0,
                    help="seconds a measurement keeps timing past --reps (0: exactly --reps calls)")
     p.add_argument("--no-compile-baseline", action="store_true", help="skip timing torch.compile of the reference")
+    p.add_argument("--engine", default="replay", choices=["replay", "inprocess"],
+                   help="replay (default, judge v4): verdicts from a trusted replay of the answer's recorded kernel "
+                        "launches; inprocess: the earlier judge, for comparison")
 
 
 def _config(args: argparse.Namespace) -> JudgeConfig:
@@ -216,7 +219,7 @@ def _config(args: argparse.Namespace) -> JudgeConfig:
             raise UsageError("--device cuda asked for, but torch sees no GPU (use --device cpu)")
     return JudgeConfig(device=device, size=args.size, num_trials=args.trials, timeout_s=args.timeout,
                        seed=args.seed, timing_reps=args.reps, timing_budget_s=args.timing_budget,
-                       time_compile_baseline=not args.no_compile_baseline)
+                       time_compile_baseline=not args.no_compile_baseline, engine=args.engine)
 
 
 def _one_task(spec: str):  # noqa: ANN202

@@ -37,6 +37,13 @@ ALLOWED_BUILTINS = {"range", "len", "min", "max", "float", "int", "bool", "isins
 _DISALLOWED_NODES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
                      ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Try, ast.With, ast.AsyncWith, ast.Yield,
                      ast.YieldFrom, ast.Await, ast.Delete, ast.NamedExpr)
+# Attributes of values inside a kernel (tensors, dtypes, constexprs, tuples) besides Triton's public
+# methods: `x.dtype.element_ty`, `BLOCK.value`. Not `.handle` (the interpreter's numpy array, whose
+# methods reach the file system) nor anything private.
+_VALUE_ATTRIBUTES = {"shape", "numel", "element_ty", "primitive_bitwidth", "int_bitwidth", "fp_mantissa_width",
+                     "exponent_bias", "name", "type", "value", "values", "scalar", "dtype", "T", "int_signedness",
+                     "itemsize", "block_shape", "strides", "base", "layout", "nbytes"}
+_NOT_VALUE_ATTRIBUTES = {"handle", "to_ir", "codegen_name", "mangle", "cache_key_part", "from_ir"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 JIT_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment", "noinline")
 
@@ -280,6 +287,8 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
                 path = _module_path(node, spec)
                 if path is not None and not _path_allowed(path):
                     problems.append(f"line {node.lineno}: {'.'.join(path)} is not Triton language")
+                elif path is None and node.attr not in _value_attributes():
+                    problems.append(f"line {node.lineno}: .{node.attr} is not an attribute of a Triton value")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id.startswith("__") or (node.id not in known and node.id in vars(builtins)
                                              and node.id not in ALLOWED_BUILTINS):
@@ -291,6 +300,15 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("__"):
             problems.append(f"line {node.lineno}: dunder string")
     return problems
+
+
+def _value_attributes() -> set[str]:
+    from triton.language import core
+
+    names = set(_VALUE_ATTRIBUTES)
+    for cls in (core.tensor, core.dtype, core.pointer_type, core.block_type, core.constexpr, core.tuple):
+        names |= {n for n in dir(cls) if not n.startswith("_")}
+    return names - _NOT_VALUE_ATTRIBUTES
 
 
 def _literal(node: ast.AST) -> bool:

@@ -144,7 +144,11 @@ class Recorder(TorchDispatchMode):
                 kind, index = "input", self._inputs[key]
             elif st.data_ptr() in self._state and st.nbytes():
                 kind, index = "state", len(self.state_bytes)
-                self.state_bytes[buf] = torch.empty(0, dtype=torch.uint8, device=t.device).set_(st).clone()
+                _STATE["in_launch"] += 1  # the recorder's own copy is not the answer's operator
+                try:
+                    self.state_bytes[buf] = torch.empty(0, dtype=torch.uint8, device=t.device).set_(st).clone()
+                finally:
+                    _STATE["in_launch"] -= 1
             else:
                 kind, index = "scratch", 0
             self.buffers.append({"kind": kind, "index": index, "nbytes": st.nbytes()})
