@@ -97,6 +97,9 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="only the exploits marked device: cuda (the rest are covered by a CPU run)")
     rt.add_argument("--jobs", type=int, default=None, help="evaluations in parallel (default: CPU count, max 8)")
     rt.add_argument("--json-out", type=Path, default=None, help="also write every EvalResult as JSON lines here")
+    rt.add_argument("--external", action="store_true",
+                    help="also judge the real-world honest corpus (tests/redteam/external/: Triton tutorials, "
+                         "Liger-Kernel, FlagGems); each must be ok")
     _add_judge_options(rt)
     rt.set_defaults(func=_cmd_redteam)
 
@@ -323,7 +326,7 @@ def _cmd_redteam(args: argparse.Namespace) -> int:
 
         exploits = [e for e in load_corpus() if e.device == "cuda"]
     report = run_redteam(config, jobs=args.jobs, only=args.only, legit=not args.no_legit,
-                         exploits=exploits, on_result=_jsonl_sink(args.json_out))
+                         exploits=exploits, on_result=_jsonl_sink(args.json_out), external=args.external)
     if not report.outcomes and not report.legit:
         raise UsageError(f"no exploit matches {args.only!r}")
     console.print(report_table(report))

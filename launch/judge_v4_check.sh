@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Judge v4 (record, then replay) on a GPU in one call; results in ${OUT:-judge_v4_out}/.
+# Usage: bash launch/judge_v4_check.sh [sanity] [bench] [redteam] [tests]   (default: sanity bench)
+#   sanity   three built-in answers judged with --engine replay (full JSON results)
+#   bench    `kernelgym bench service` on the default 40-answer mix, --engine inprocess ("before")
+#            then --engine replay ("after"), same machine, same flags as docs/BENCHMARKS.md
+#   redteam  every exploit, honest, built-in and external answer with --engine replay (JSONL)
+#   tests    the GPU-marked tests
+# Each stage is cut at STAGE_LIMIT_S (default 220 s).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+out="${OUT:-judge_v4_out}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
+stages=("$@"); [[ ${#stages[@]} -eq 0 ]] && stages=(sanity bench)
+want() { local s; for s in "${stages[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
+limit="${STAGE_LIMIT_S:-220}"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$out/gpu.txt"
+rc=0
+if want sanity; then
+  for t in relu softmax matmul_square; do
+    timeout "$limit" python -m kernelgym.cli judge "$t" "data/answers/$t.py" --device cuda --engine replay --json \
+      --no-compile-baseline > "$out/sanity_$t.json" 2> "$out/sanity_$t.err" || rc=1
+    python - "$out/sanity_$t.json" <<'PY' || tail -n 20 "$out/sanity_$t.err"
+import json, sys
+r = json.load(open(sys.argv[1]))
+rt = r.get("runtime") or {}
+print(r["task_id"], r["status"], r["message"][:200], "| median ms", rt.get("median_ms"), "| phases", r["phase_seconds"])
+PY
+  done
+fi
+if want bench; then
+  for engine in inprocess replay; do
+    timeout "$limit" python -m kernelgym.cli bench service --device cuda --no-baseline --repeats 0 \
+      --no-compile-baseline --timeout 30 --engine "$engine" --json-out "$out/bench_$engine.json" \
+      > "$out/bench_$engine.log" 2>&1 || rc=1
+    tail -n 30 "$out/bench_$engine.log"
+  done
+fi
+if want redteam; then
+  timeout "${REDTEAM_LIMIT_S:-420}" python -m kernelgym.cli redteam --device cuda --engine replay --external \
+    --jobs "${JOBS:-8}" --no-compile-baseline --json-out "$out/redteam_replay.jsonl" > "$out/redteam.log" 2>&1 || rc=1
+  tail -n 40 "$out/redteam.log"
+fi
+if want tests; then
+  timeout "$limit" python -m pytest -m gpu -q -x -p no:randomly tests/judge tests/gpu > "$out/tests.log" 2>&1 || rc=1
+  tail -n 30 "$out/tests.log"
+fi
+exit $rc
