@@ -1,0 +1,686 @@
+"""Capability bans for judge v4: what an answer's Python may reach, read from its AST.
+
+Under record-then-replay the answer's Python only records kernel launches in a confined child,
+and every verdict comes from replaying them where no answer Python runs. So these rules never
+guess at tensors and never call a cheat: they refuse what reaches out of the recording process
+or into the interpreter (modules, builtins, introspection, dunders, monkeypatching), each as one
+`invalid_answer` violation that names the line and the construct and says what is allowed.
+`BANS` is the same list in words, for the answer contract and the prompt.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import importlib
+import importlib.util
+import inspect
+import io
+import tokenize
+import types
+from dataclasses import dataclass, field
+
+BANS = """\
+- Answers are UTF-8: no other coding declaration. Every name used must be bound by the answer or be
+  a builtin.
+- Imports: only torch (with torch.nn, torch.nn.functional, torch.nn.init, torch.cuda, torch.xpu,
+  torch.backends, torch.autograd, torch.amp, torch.linalg, torch.fft, torch.special, torch.testing;
+  torch.distributed.tensor.DTensor/distribute_tensor/Replicate/Shard by full path), triton (with
+  triton.language and its extra/libdevice modules, triton.runtime's driver/autotune/heuristics/Config,
+  triton.tools.tensor_descriptor), math, typing, dataclasses, functools, itertools, operator, numbers,
+  enum, collections, abc, warnings, contextlib (contextmanager, nullcontext, suppress, ExitStack) and
+  `from __future__ import annotations`. No os, sys, subprocess,
+  ctypes, gc, inspect, importlib, builtins, threading, multiprocessing, signal, socket, pickle, io,
+  time, random, numpy, torch.utils, torch.jit, torch.ops, torch.library, torch.compile,
+  torch.profiler, triton.testing, triton.compile; no relative or `*` imports.
+- No names starting with `_` on torch or triton modules and classes (torch._C, torch._dynamo,
+  torch.Tensor._make_subclass); no module reached through another module's attribute unless it is
+  allowed itself (torch.os, typing.sys, enum.bltns are refused); use modules only by naming their
+  attributes (`tl.load`) or by aliasing them (`F = torch.nn.functional`), never as values in lists,
+  arguments or returns.
+- No torch.load/save/from_file/get_device_module, torch.cuda.cudart or custom allocators,
+  tl.inline_asm_elementwise or clock reads (globaltimer), `.tofile`/`.dump`/`.ctypes`/`.from_file`.
+- Builtins: no exec, eval, compile, open, input, breakpoint, help, exit, quit, globals, locals, vars,
+  __import__; getattr/setattr/delattr/hasattr only with a literal attribute name that is not a dunder
+  (one idiom excepted: `d = torch.device(...)` first in a function, then `getattr(torch, d.type, None)`);
+  type() only with one argument; operator.attrgetter/methodcaller not at all.
+- No dunder attributes (`x.__class__`, `__dict__`, `__globals__`, `__closure__`, `__subclasses__`)
+  except `__init__`, `__name__`, `__qualname__`, `__doc__`, `__version__`; no dunder names but
+  `__name__`, `__all__`, `__doc__`, `__version__`, `__file__`; no frame, generator or code
+  attributes (`f_back`, `gi_frame`, `tb_frame`, `co_code`). Classes may define `__init__`,
+  `__post_init__`, `__call__`, `__repr__`/`__str__`, comparison and container dunders only; no
+  metaclasses.
+- No assignment to (or setattr/delattr on) modules or their classes and functions
+  (`torch.allclose = ...`, `nn.Module.forward = ...`); torch.backends flags may be set but have no
+  effect on the judge, which replays your launches in another process.
+- Inside a @triton.jit kernel, no torch (it compiles only under the CPU interpreter).
+- A class named `Model` (the reference) is not part of an answer: define ModelNew only.
+- Allowed and judged at run time instead: try/except, lambdas, helper classes, dataclasses and
+  NamedTuples, autotune/heuristics, torch.autograd.Function, torch.cuda streams and device queries,
+  triton.runtime.driver.active device queries, kernel.warmup(...), printing.
+"""
+
+# -- modules ---------------------------------------------------------------------------------
+# Allowed modules: exact names, and packages whose whole subtree is allowed (minus private parts
+# and `_BANNED_SUBTREES`).
+_MODULES = frozenset({
+    "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.cuda",
+    "torch.cuda.streams", "torch.cuda.graphs", "torch.cuda.random", "torch.cuda.nvtx", "torch.autograd",
+    "torch.autograd.function", "torch.autograd.grad_mode", "torch.linalg", "torch.fft", "torch.special",
+    "torch.types", "torch.version", "torch.torch_version", "torch.random", "torch.functional",
+    "torch.return_types", "torch.testing", "torch.xpu", "triton", "triton.runtime", "triton.tools",
+    "triton.tools.tensor_descriptor", "math", "typing", "dataclasses", "functools", "itertools", "operator",
+    "numbers", "enum", "collections", "collections.abc", "abc", "warnings", "contextlib", "__future__",
+})  # fmt: skip
+_SUBTREES = ("torch.nn.", "torch.backends", "torch.amp", "torch.cuda.amp", "triton.language")
+_BANNED_SUBTREES = ("torch.nn.parallel", "torch.nn.attention", "torch.backends._")
+# Names an allowed module may hand out. A module listed here gives only these; others give their
+# public names less `_DENIED_NAMES`.
+_NAMES: dict[str, frozenset[str]] = {
+    "triton": frozenset({
+        "jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language", "runtime", "tools",
+        "JITFunction", "KernelInterface", "OutOfResources", "CompilationError", "TritonError", "reinterpret",
+        "TensorWrapper", "must_use_result", "constexpr_function", "aggregate", "set_allocator", "errors"}),
+    "triton.runtime": frozenset({"driver", "autotune", "heuristics", "Config", "jit", "JITFunction", "Autotuner",
+                                 "Heuristics", "KernelInterface", "OutOfResources", "errors"}),
+    "triton.tools": frozenset({"tensor_descriptor"}),
+    "typing": frozenset({
+        "Any", "Optional", "Union", "List", "Dict", "Tuple", "Set", "FrozenSet", "Sequence", "Mapping", "Callable",
+        "Iterable", "Iterator", "Literal", "Final", "ClassVar", "NamedTuple", "TypedDict", "TypeVar", "Generic",
+        "Protocol", "Type", "cast", "overload", "final", "TYPE_CHECKING", "Annotated", "Hashable", "Sized",
+        "MutableMapping", "MutableSequence", "DefaultDict", "OrderedDict", "Deque", "Counter", "Self", "TypeAlias",
+        "NoReturn", "get_args", "get_origin"}),
+    "dataclasses": frozenset({"dataclass", "field", "fields", "asdict", "astuple", "replace", "is_dataclass",
+                              "Field", "InitVar", "KW_ONLY", "MISSING", "FrozenInstanceError"}),
+    "functools": frozenset({"lru_cache", "cache", "partial", "reduce", "wraps", "cached_property", "total_ordering",
+                            "cmp_to_key", "partialmethod"}),
+    "enum": frozenset({"Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "auto", "unique"}),
+    "collections": frozenset({"namedtuple", "OrderedDict", "defaultdict", "deque", "Counter", "ChainMap", "abc"}),
+    "abc": frozenset({"ABC", "ABCMeta", "abstractmethod"}),
+    "warnings": frozenset({"warn", "filterwarnings", "simplefilter", "catch_warnings"}),
+    "contextlib": frozenset({"contextmanager", "nullcontext", "suppress", "ExitStack"}),
+    "__future__": frozenset({"annotations"}),
+}  # fmt: skip
+_DENIED_NAMES: dict[str, frozenset[str]] = {
+    "torch": frozenset({"load", "save", "from_file", "compile", "get_device_module", "import_ir_module",
+                        "import_ir_module_from_buffer", "PyTorchFileReader", "PyTorchFileWriter", "get_file_path",
+                        "prepare_multiprocessing_environment"}),
+    "torch.cuda": frozenset({"cudart", "CUDAPluggableAllocator", "change_current_allocator",
+                             "caching_allocator_alloc", "caching_allocator_delete"}),
+    "torch.xpu": frozenset({"XPUPluggableAllocator", "change_current_allocator"}),
+    "operator": frozenset({"attrgetter", "methodcaller"}),  # getattr by string, dunders included
+}
+# triton.runtime.driver is an object, not a module: only the device queries the tutorials use.
+_DRIVER_PATHS = frozenset({
+    "triton.runtime.driver", "triton.runtime.driver.active", "triton.runtime.driver.active.utils",
+    "triton.runtime.driver.active.get_active_torch_device", "triton.runtime.driver.active.get_current_device",
+    "triton.runtime.driver.active.get_current_target", "triton.runtime.driver.active.get_current_stream",
+    "triton.runtime.driver.active.utils.get_device_properties"})  # fmt: skip
+# Objects (and what lies under them) of modules outside the contract that real code names: Liger-Kernel's
+# DTensor paths. None of them starts a process group (init_process_group / init_device_mesh stay out).
+_EXTRA_PATHS = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tensor.distribute_tensor",
+                          "torch.distributed.tensor.Replicate", "torch.distributed.tensor.Shard",
+                          "torch.distributed.is_available", "torch.distributed.is_initialized"})
+_DRIVER_LEAVES = frozenset(p for p in _DRIVER_PATHS if p.rsplit(".", 1)[1].startswith("get_"))
+
+# -- attributes and names --------------------------------------------------------------------
+_DUNDER_ATTRIBUTES = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__version__"})
+_DUNDER_NAMES = frozenset({"__name__", "__all__", "__doc__", "__version__", "__file__", "__qualname__",
+                           "__module__", "__slots__"})
+_DEFINABLE_DUNDERS = frozenset({
+    "__init__", "__post_init__", "__call__", "__repr__", "__str__", "__len__", "__getitem__", "__setitem__",
+    "__iter__", "__next__", "__contains__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__",
+    "__bool__", "__int__", "__float__", "__index__", "__enter__", "__exit__", "__slots__", "__doc__", "__module__",
+    "__qualname__"})  # fmt: skip
+# Reach the interpreter's frames and code objects (expected outputs in harness frames; code rebuilt
+# with other names).
+_FRAME_ATTRIBUTES = frozenset({
+    "f_back", "f_builtins", "f_code", "f_globals", "f_locals", "f_lasti", "f_trace", "gi_code", "gi_frame",
+    "gi_yieldfrom", "cr_code", "cr_frame", "cr_await", "cr_origin", "ag_code", "ag_frame", "ag_await", "tb_frame",
+    "tb_next", "co_code", "co_consts", "co_names", "co_varnames", "co_filename"})  # fmt: skip
+# Anywhere: files, native libraries, raw PTX and device clocks.
+_BANNED_ATTRIBUTES = {
+    "from_file": "maps a file into memory", "tofile": "writes a file", "dump": "writes a file",
+    "ctypes": "reaches native memory and libraries", "load_library": "loads a native library",
+    "inline_asm_elementwise": "runs raw PTX (any address, clocks)", "globaltimer": "reads a clock inside a kernel",
+}  # fmt: skip
+_BANNED_BUILTINS = {
+    "exec": "runs code from a string", "eval": "runs code from a string", "compile": "builds code from a string",
+    "open": "opens files", "input": "reads stdin", "breakpoint": "starts a debugger", "help": "starts a pager",
+    "exit": "ends the process", "quit": "ends the process", "copyright": "reads files", "credits": "reads files",
+    "license": "reads files", "globals": "exposes the module namespace", "locals": "exposes a frame's namespace",
+    "vars": "exposes an object's __dict__",
+}  # fmt: skip
+_NAME_BUILTINS = ("getattr", "setattr", "delattr", "hasattr")
+_KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit",
+                                "triton.runtime.autotune", "triton.runtime.heuristics"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+           ast.DictComp, ast.GeneratorExp)
+
+
+@dataclass
+class CapabilityReport:
+    """What the capability scan found: whether the answer defines ModelNew, its Triton kernels
+    (functions under triton.jit, also through autotune/heuristics), and one violation per banned
+    construct ("line N: ... is not allowed: why; what to use instead")."""
+
+    has_model_new: bool = False
+    kernels: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+
+
+def scan(code: str) -> CapabilityReport:
+    """Apply the capability bans to `code`. Raises `SyntaxError` for unparsable code."""
+    from kernelgym.ast_parse import parse
+
+    cookie = _foreign_coding(code)
+    if cookie:
+        return CapabilityReport(violations=[f"line 1: a coding declaration ({cookie}) is not allowed: answers are "
+                                            "UTF-8 text and the judge reads them as such; remove it"])
+    tree = parse(code)
+    scanner = _Scanner(tree)
+    scanner.visit(tree)
+    return CapabilityReport(has_model_new=scanner.has_model_new, kernels=sorted(scanner.kernels, key=scanner.kernels.get),
+                            violations=list(dict.fromkeys(scanner.violations)))
+
+
+def _foreign_coding(code: str) -> str:
+    """A PEP 263 coding declaration other than UTF-8: the interpreter would run other text than the one read here."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(code.encode("utf-8", errors="surrogatepass")).readline)
+    except SyntaxError as e:
+        return str(e)[:60]
+    return "" if encoding in ("utf-8", "utf-8-sig") else encoding
+
+
+# -- module facts (computed once per process from the installed packages) -------------------------
+def module_allowed(name: str) -> bool:
+    """Whether an answer may import or reach the module `name`."""
+    if any(part.startswith("_") for part in name.split(".")) and name != "__future__":
+        return False
+    if any(name == b or name.startswith(b + ".") or (b.endswith("_") and name.startswith(b)) for b in _BANNED_SUBTREES):
+        return False
+    return name in _MODULES or any(name.startswith(s) if s.endswith(".") else (name == s or name.startswith(s + "."))
+                                   for s in _SUBTREES)
+
+
+def _name_allowed(module: str, name: str) -> bool:
+    if module in _NAMES:
+        return name in _NAMES[module]
+    if module.startswith("triton.language") and name in _BANNED_ATTRIBUTES:
+        return False
+    return name not in _DENIED_NAMES.get(module, ())
+
+
+@functools.cache
+def _lookup(path: str) -> tuple[str, object]:
+    """Resolve a dotted path from an allowed root: ("module", module), ("object", obj), ("unknown", None)
+    or ("banned", what). Reads module namespaces and static attributes only (no getattr side effects)."""
+    if any(path == p or path.startswith(p + ".") for p in _EXTRA_PATHS):
+        return "object", None
+    if path in ("torch.distributed", "torch.distributed.tensor"):
+        return "unknown", None  # only as the way to an _EXTRA_PATHS name
+    parts = path.split(".")
+    if not module_allowed(parts[0]):
+        return "banned", f"the module '{parts[0]}'"
+    obj: object = importlib.import_module(parts[0])
+    where = parts[0]
+    for part in parts[1:]:
+        if _dunder(part):
+            return "unknown", None  # the dunder rule reports it
+        if isinstance(obj, types.ModuleType):
+            mod = obj.__name__
+            if part.startswith("_"):
+                return "banned", f"the private name '{mod}.{part}'"
+            value = vars(obj).get(part, _MISSING)
+            if value is _MISSING:
+                if _find_spec(f"{mod}.{part}"):
+                    if not module_allowed(f"{mod}.{part}"):
+                        return "banned", f"the module {mod}.{part}"
+                    value = importlib.import_module(f"{mod}.{part}")
+                elif mod in _NAMES and part not in _NAMES[mod]:
+                    return "banned", f"'{mod}.{part}'"
+                else:
+                    return "unknown", None
+            if isinstance(value, types.ModuleType):
+                if not module_allowed(value.__name__):
+                    return "banned", f"the module {value.__name__} (as {where}.{part})"
+                obj, where = value, value.__name__
+                continue
+            if not _name_allowed(mod, part):
+                return "banned", f"'{mod}.{part}'"
+            obj, where = value, f"{mod}.{part}"
+            continue
+        if where.startswith("triton.runtime.driver"):
+            where = f"{where}.{part}"
+            if where not in _DRIVER_PATHS:
+                return "banned", f"'{where}' (the driver gives only {', '.join(sorted(_DRIVER_LEAVES))})"
+            continue
+        if part.startswith("_") and where.split(".")[0] in ("torch", "triton"):
+            return "banned", f"the private name '{where}.{part}'"
+        try:
+            obj = inspect.getattr_static(obj, part)
+        except AttributeError:
+            return "unknown", None
+        where = f"{where}.{part}"
+        if isinstance(obj, types.ModuleType) and not module_allowed(obj.__name__):
+            return "banned", f"the module {obj.__name__} (as {where})"
+    return ("module" if isinstance(obj, types.ModuleType) else "object"), obj
+
+
+_MISSING = object()
+
+
+def _find_spec(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@functools.cache
+def module_holder_names() -> frozenset[str]:
+    """Attribute names under which an allowed module holds a module that is not allowed (`typing.sys`,
+    `enum.bltns`, `torch.os`): refused on any value the scan cannot resolve (`_M[0].sys`)."""
+    seen: set[str] = set()
+    names: set[str] = set()
+    todo = [importlib.import_module(m) for m in ("torch", "triton", "triton.language", "math", "typing",
+                                                  "dataclasses", "functools", "itertools", "operator", "numbers",
+                                                  "enum", "collections", "abc", "warnings", "contextlib")]
+    while todo:
+        mod = todo.pop()
+        if mod.__name__ in seen:
+            continue
+        seen.add(mod.__name__)
+        for attr, value in list(vars(mod).items()):
+            if isinstance(value, types.ModuleType):
+                if module_allowed(value.__name__):
+                    todo.append(value)
+                elif attr.startswith("_") or value.__name__.split(".")[0] not in ("torch", "triton"):
+                    names.add(attr)  # torch's own public submodules (nn.modules.conv) are ordinary names
+    return frozenset(names)
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+# -- the scan ---------------------------------------------------------------------------------
+class _Scanner(ast.NodeVisitor):
+    def __init__(self, tree: ast.Module) -> None:
+        self.violations: list[str] = []
+        self.kernels: dict[str, int] = {}  # name -> line
+        self.has_model_new = False
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.annotations: set[int] = set()
+        nodes = list(ast.walk(tree))
+        for node in nodes:
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+            for ann in _annotations(node):
+                self.annotations.update(id(n) for n in ast.walk(ann))
+        self.aliases = _aliases(nodes)
+        self.bound = _bound_names(nodes)
+        self.in_kernel = False
+        self.locals: dict[ast.AST, frozenset[str]] = {}
+        self._find_kernels(tree, nodes)
+
+    def ban(self, node: ast.AST, what: str, why: str) -> None:
+        self.violations.append(f"line {getattr(node, 'lineno', 0)}: {what} is not allowed: {why}")
+
+    # -- definitions ------------------------------------------------------------------------------
+    def _find_kernels(self, tree: ast.Module, nodes: list[ast.AST]) -> None:
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if any(self._decorator_path(d) in _KERNEL_DECORATORS for d in node.decorator_list):
+                    self.kernels[node.name] = node.lineno
+            elif isinstance(node, ast.Call) and self.path(node.func) in _KERNEL_DECORATORS | {None}:
+                target = _jit_target(node, self.path)
+                if target:
+                    self.kernels.setdefault(target, node.lineno)
+        for stmt in _top_level(tree.body):
+            if isinstance(stmt, ast.ClassDef) and stmt.name == "ModelNew":
+                self.has_model_new = True
+
+    def _decorator_path(self, dec: ast.expr) -> str | None:
+        return self.path(dec.func if isinstance(dec, ast.Call) else dec)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if _dunder(node.name):
+            in_class = isinstance(self.parents.get(node), ast.ClassDef)
+            if not in_class or node.name not in _DEFINABLE_DUNDERS:
+                self.ban(node, f"defining '{node.name}'", "it hooks the interpreter or torch; classes may define "
+                         f"{', '.join(sorted(_DEFINABLE_DUNDERS - {'__slots__', '__doc__', '__module__', '__qualname__'}))}")
+        for dec in node.decorator_list:
+            self.visit(dec)
+        self.visit(node.args)
+        if node.returns:
+            self.visit(node.returns)
+        outer, self.in_kernel = self.in_kernel, self.in_kernel or node.name in self.kernels
+        for stmt in node.body:
+            self.visit(stmt)
+        self.in_kernel = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if node.name == "Model" and isinstance(self.parents.get(node), ast.Module):
+            self.ban(node, "a class named 'Model'", "that is the reference; leave it out and define only ModelNew "
+                     "and what it uses")
+        for kw in node.keywords:
+            self.ban(node, f"the class keyword '{kw.arg}='", "a metaclass changes how the class is built; derive "
+                     "from nn.Module or a plain class")
+        self.generic_visit(node)
+
+    # -- imports ----------------------------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            if not module_allowed(a.name):
+                self.ban(node, f"import of '{a.name}'", f"{_module_reason(a.name)}{_ALLOWED_IMPORTS}")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self.ban(node, "a relative import", "an answer is a single module")
+            return
+        if not module_allowed(module):
+            self.ban(node, f"import from '{module}'", f"{_module_reason(module)}{_ALLOWED_IMPORTS}")
+            return
+        for a in node.names:
+            if a.name == "*":
+                self.ban(node, f"'from {module} import *'", "import the names you use")
+                continue
+            kind, what = _lookup(f"{module}.{a.name}")
+            if kind == "banned" or _dunder(a.name) and module != "__future__":
+                self.ban(node, f"'from {module} import {a.name}'", f"{what if kind == 'banned' else a.name} "
+                         "is outside the answer contract")
+
+    # -- names --------------------------------------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        name = node.id
+        if _dunder(name):
+            if name not in _DUNDER_NAMES or (isinstance(node.ctx, (ast.Store, ast.Del)) and name not in (
+                    "__all__", "__doc__", "__version__", "__slots__")):
+                self.ban(node, f"the name '{name}'", "dunder names reach the interpreter; only __name__ is needed "
+                         "(the main guard)")
+            return
+        if isinstance(node.ctx, ast.Load):
+            if name not in self.bound and name not in _BUILTIN_NAMES:
+                self.ban(node, f"the undefined name '{name}'", "the answer never binds it (the CPU interpreter "
+                         "leaks names such as np into a module; a GPU run would not have them)")
+            elif name in _BANNED_BUILTINS and not self._local(node):
+                self.ban(node, f"the builtin '{name}'", f"it {_BANNED_BUILTINS[name]}")
+            elif name in (*_NAME_BUILTINS, "type") and not self._local(node):
+                self._name_builtin(node)
+        self._module_value(node)
+        self._kernel_torch(node)
+
+    def _name_builtin(self, node: ast.Name) -> None:
+        parent = self.parents.get(node)
+        if not (isinstance(parent, ast.Call) and parent.func is node):
+            if node.id == "type" and id(node) in self.annotations:
+                return
+            self.ban(node, f"'{node.id}' used as a value", "call it directly")
+            return
+        args = parent.args
+        if node.id == "type":
+            if len(args) != 1 or parent.keywords:
+                self.ban(node, "type() with more than one argument", "it builds classes at run time; write a class")
+            return
+        if node.id == "getattr" and _device_module_idiom(parent, self.path, self.parents):
+            return
+        literal = (len(args) >= 2 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)
+                   and not any(isinstance(a, ast.Starred) for a in args[:2]))
+        if not literal:
+            self.ban(node, f"{node.id}() with a computed attribute name", "write the attribute (x.name) or pass "
+                     "a literal string")
+            return
+        name = args[1].value
+        why = self._attribute_reason(name, args[0])
+        if why:
+            self.ban(node, f"{node.id}(..., '{name}')", why)
+        elif node.id in ("setattr", "delattr") and self._rooted_at_module(args[0]):
+            self.ban(node, f"{node.id}() on '{ast.unparse(args[0])[:40]}'", _MONKEYPATCH)
+        elif node.id == "getattr":
+            kind, what = self._resolve(args[0], name)
+            if kind == "banned":
+                self.ban(node, f"getattr(..., '{name}')", f"it reaches {what}")
+            elif kind == "module":
+                self.ban(node, f"getattr(..., '{name}')", "it hands out a module; write the attribute path")
+
+    def _local(self, node: ast.Name) -> bool:
+        """Bound as a parameter or local of an enclosing function (module-level bindings may not run,
+        so there the builtin shows through)."""
+        cur = self.parents.get(node)
+        while cur is not None:
+            if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if cur not in self.locals:
+                    self.locals[cur] = _function_locals(cur)
+                if node.id in self.locals[cur]:
+                    return True
+            cur = self.parents.get(cur)
+        return False
+
+    # -- attributes ---------------------------------------------------------------------------------
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        why = self._attribute_reason(node.attr, node.value)
+        if why:
+            self.ban(node, f"'.{node.attr}'", why)
+        elif not (isinstance(self.parents.get(node), ast.Attribute) and self.parents[node].value is node):
+            path = self.path(node)
+            if path is not None:
+                kind, what = _lookup(path)
+                if kind == "banned":
+                    self.ban(node, f"'{ast.unparse(node)[:60]}'", f"it reaches {what}, outside the answer contract")
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and self._rooted_at_module(node.value):
+            path = self.path(node) or ""
+            if not path.startswith("torch.backends."):
+                self.ban(node, f"assigning '{ast.unparse(node)[:60]}'", _MONKEYPATCH)
+        self._module_value(node)
+        self._kernel_torch(node)
+        self.generic_visit(node)
+
+    def _attribute_reason(self, attr: str, base: ast.expr) -> str:
+        if _dunder(attr) and attr not in _DUNDER_ATTRIBUTES:
+            return f"dunder attributes reach the interpreter; only {', '.join(sorted(_DUNDER_ATTRIBUTES))}"
+        if attr in _FRAME_ATTRIBUTES:
+            return "frames and code objects are introspection"
+        if attr in _BANNED_ATTRIBUTES:
+            return f"it {_BANNED_ATTRIBUTES[attr]}"
+        path = self.path(base)
+        if attr in module_holder_names() and (path is None or _lookup(path)[0] != "module"):
+            return f"'{attr}' names a module outside the contract in some allowed module"
+        return ""
+
+    def _resolve(self, base: ast.expr, attr: str) -> tuple[str, object]:
+        path = self.path(base)
+        return _lookup(f"{path}.{attr}") if path is not None else ("unknown", None)
+
+    def _rooted_at_module(self, node: ast.expr) -> bool:
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.aliases
+
+    def _module_value(self, node: ast.Name | ast.Attribute) -> None:
+        """A module (or the Triton driver) only as the base of an attribute or as an alias."""
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node or not isinstance(node.ctx, ast.Load):
+            return
+        if (isinstance(parent, ast.Call) and parent.args and parent.args[0] is node and isinstance(parent.func, ast.Name)
+                and parent.func.id in (*_NAME_BUILTINS, *_BANNED_BUILTINS)):
+            return  # getattr(torch, ...) is judged as the attribute it names; vars(torch) as vars
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            return
+        path = self.path(node)
+        if path is None:
+            return
+        kind, _ = _lookup(path)
+        if kind == "module" or (path in _DRIVER_PATHS and path not in _DRIVER_LEAVES):
+            self.ban(node, f"the module '{ast.unparse(node)[:40]}' used as a value", "name its attributes "
+                     "(tl.load) or alias it (F = torch.nn.functional)")
+
+    def _kernel_torch(self, node: ast.Name | ast.Attribute) -> None:
+        if self.in_kernel and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and self.aliases.get(node.id, "").split(".")[0] == "torch":
+            self.ban(node, f"'{node.id}' inside a @triton.jit kernel", "torch compiles only under the CPU "
+                     "interpreter; use triton.language (tl.float32, tl.exp, ...)")
+
+    def path(self, node: ast.expr) -> str | None:
+        """The dotted path an expression names through the answer's imports and aliases, if any."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
+            return None
+        return ".".join([self.aliases[node.id], *reversed(parts)])
+
+
+_ALLOWED_IMPORTS = ("; allowed: torch (nn, nn.functional, nn.init, cuda, backends, autograd, amp, linalg, fft, "
+                    "special, testing), triton (language, language.extra.*, runtime.driver, "
+                    "tools.tensor_descriptor), math, typing, dataclasses, functools, itertools, operator, numbers, "
+                    "enum, collections, abc, warnings")
+_MONKEYPATCH = ("it changes a module shared with the judge (monkeypatching); keep your settings in your own "
+                "objects (torch.backends flags may be set, with no effect on the judge)")
+
+
+def _module_reason(name: str) -> str:
+    root = name.split(".")[0]
+    if root in ("torch", "triton"):
+        return f"{name} is not needed by kernels or their launchers (private, compiles code, or reaches files)"
+    return f"{name} reaches the process, the OS or the interpreter, or is not needed by kernels"
+
+
+def _aliases(nodes: list[ast.AST]) -> dict[str, str]:
+    """Names bound to a module path: imports anywhere, and `name = <path>` assignments whose value names one."""
+    aliases: dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if module_allowed(a.name):
+                    aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and module_allowed(node.module):
+            for a in node.names:
+                if a.name != "*":
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    assigns = [n for n in nodes if isinstance(n, ast.Assign)]
+    for _ in range(3):  # aliases of aliases
+        for node in assigns:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                base, parts = node.value, []
+                while isinstance(base, ast.Attribute):
+                    parts.append(base.attr)
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in aliases and node.targets[0].id not in aliases:
+                    aliases[node.targets[0].id] = ".".join([aliases[base.id], *reversed(parts)])
+    return aliases
+
+
+def _device_module_idiom(call: ast.Call, path, parents: dict) -> bool:  # noqa: ANN001
+    """Liger-Kernel's `device = torch.device(device)` then `getattr(torch, device.type, None)`: the name is a
+    real device type (cuda, cpu, xpu, ...) when `device` is assigned only by a top-level statement of the same
+    function, before the call, from torch.device(...)."""
+    args = call.args
+    if not (len(args) >= 2 and path(args[0]) == "torch" and isinstance(args[1], ast.Attribute)
+            and args[1].attr == "type" and isinstance(args[1].value, ast.Name)):
+        return False
+    var, fn = args[1].value.id, parents.get(call)
+    while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        fn = parents.get(fn)
+    if fn is None:
+        return False
+    stores = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == var and not isinstance(n.ctx, ast.Load)]
+    first = fn.body[0] if fn.body and not isinstance(fn.body[0], ast.Expr) else (fn.body[1] if len(fn.body) > 1 else None)
+    return (len(stores) == 1 and isinstance(first, ast.Assign) and first.targets == [stores[0]]
+            and isinstance(first.value, ast.Call) and path(first.value.func) == "torch.device"
+            and first.lineno < call.lineno)
+
+
+def _jit_target(call: ast.Call, path) -> str | None:  # noqa: ANN001
+    """`triton.jit(f)`, `triton.autotune(...)(triton.jit(f))`: the function made a kernel."""
+    func = call.func
+    if isinstance(func, ast.Call):
+        if path(func.func) not in _KERNEL_DECORATORS:
+            return None
+    elif path(func) not in _KERNEL_DECORATORS:
+        return None
+    if not call.args:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.Name):
+        return arg.id
+    return _jit_target(arg, path) if isinstance(arg, ast.Call) else None
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _bound_names(nodes: list[ast.AST]) -> frozenset[str]:
+    """Every name the answer binds in any scope (scope-blind: only to find names it never binds)."""
+    names: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return frozenset(names)
+
+
+def _annotations(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.arg):
+        return [node.annotation] if node.annotation else []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.returns] if node.returns else []
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    return []
+
+
+def _function_locals(fn: ast.AST) -> frozenset[str]:
+    """Parameters and names bound in `fn`'s own scope (not declared global or nonlocal)."""
+    args = fn.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    names.update(a.arg for a in (args.vararg, args.kwarg) if a)
+    declared: set[str] = set()
+    todo = list(ast.iter_child_nodes(fn)) if not isinstance(fn, ast.Lambda) else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        if not isinstance(node, _SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+    return frozenset(names - declared)
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for stmt in body:
+        out.append(stmt)
+        for block in ("body", "orelse", "finalbody"):
+            if isinstance(stmt, (ast.If, ast.Try, ast.With)):
+                out.extend(_top_level(getattr(stmt, block, [])))
+        if isinstance(stmt, ast.Try):
+            for h in stmt.handlers:
+                out.extend(_top_level(h.body))
+    return out

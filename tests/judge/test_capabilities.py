@@ -1,0 +1,198 @@
+"""Capability bans (judge v4): honest code passes untouched, each banned construct is one violation
+naming it, and every exploit that reaches the process or the OS is refused."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kernelgym.judge.capabilities import scan
+
+ROOT = Path(__file__).resolve().parents[2]
+HONEST = sorted([*ROOT.glob("tests/redteam/honest/*.py"), *ROOT.glob("data/answers/*.py"),
+                 *ROOT.glob("tests/redteam/external/*.py")])
+EXPLOITS = sorted(ROOT.glob("tests/redteam/exploits/*.py"))
+PRELUDE = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
+
+
+@pytest.mark.parametrize("path", HONEST, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_honest_code_has_no_violations(path: Path) -> None:
+    report = scan(path.read_text())
+    assert report.violations == []
+    assert report.kernels
+
+
+# (snippet after PRELUDE, text the single violation must contain)
+BANNED = [
+    ("import os", "'os'"),
+    ("import sys", "'sys'"),
+    ("import subprocess", "'subprocess'"),
+    ("import ctypes", "'ctypes'"),
+    ("import gc", "'gc'"),
+    ("import inspect", "'inspect'"),
+    ("import importlib", "'importlib'"),
+    ("import builtins", "'builtins'"),
+    ("import threading", "'threading'"),
+    ("from concurrent.futures import ThreadPoolExecutor", "'concurrent.futures'"),
+    ("import multiprocessing", "'multiprocessing'"),
+    ("import signal", "'signal'"),
+    ("import socket", "'socket'"),
+    ("import pickle", "'pickle'"),
+    ("import time", "'time'"),
+    ("import numpy as np", "'numpy'"),
+    ("import torch._dynamo", "'torch._dynamo'"),
+    ("import torch.utils.cpp_extension", "'torch.utils.cpp_extension'"),
+    ("from torch.utils._python_dispatch import TorchDispatchMode", "'torch.utils._python_dispatch'"),
+    ("import triton.testing", "'triton.testing'"),
+    ("from triton.runtime import cache", "triton.runtime.cache"),
+    ("from typing import get_type_hints", "get_type_hints"),
+    ("from torch import *", "import *"),
+    ("from . import helper", "relative import"),
+    ("x = torch._C._VariableFunctions", "torch._C"),
+    ("x = torch.ops.aten.mm", "torch.ops"),
+    ("x = torch.library.Library", "torch.library"),
+    ("x = torch.overrides.TorchFunctionMode", "torch.overrides"),
+    ("x = torch.fx.symbolic_trace", "torch.fx"),
+    ("f = torch.compile", "torch.compile"),
+    ("torch.save({}, 'x.pt')", "torch.save"),
+    ("m = torch.load('x.pt')", "torch.load"),
+    ("t = torch.Tensor._make_subclass", "_make_subclass"),
+    ("x = torch.os.getpid()", "torch.os"),
+    ("import typing\nx = typing.sys.modules", "typing.sys"),
+    ("import enum\nx = enum.bltns.exec", "enum.bltns"),
+    ("import dataclasses\nx = dataclasses.inspect.stack()", "dataclasses.inspect"),
+    ("x = tl.core.builtins", "builtins"),
+    ("from triton.runtime import driver\nx = driver.active.get_device_interface()", "get_device_interface"),
+    ("ms = [torch]", "'torch' used as a value"),
+    ("def f(m=tl):\n    return 1", "'tl' used as a value"),
+    ("x = [1][0].sys", "'.sys'"),
+    ("x = torch.zeros(1).numpy().ctypes", "'.ctypes'"),
+    ("torch.zeros(1).numpy().tofile('/tmp/x')", "'.tofile'"),
+    ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 8)", "'.from_file'"),
+    ("y = tl.inline_asm_elementwise", "inline_asm_elementwise"),
+    ("exec('1')", "'exec'"),
+    ("eval('1')", "'eval'"),
+    ("c = compile('1', 'x', 'eval')", "'compile'"),
+    ("f = open('/etc/passwd')", "'open'"),
+    ("g = globals()", "'globals'"),
+    ("def f():\n    return locals()", "'locals'"),
+    ("v = vars(torch)", "'vars'"),
+    ("breakpoint()", "'breakpoint'"),
+    ("s = input()", "'input'"),
+    ("exit(0)", "'exit'"),
+    ("m = __import__('os')", "'__import__'"),
+    ("b = __builtins__", "'__builtins__'"),
+    ("l = __loader__", "'__loader__'"),
+    ("x = getattr(torch, 'mat' + 'mul')", "computed attribute name"),
+    ("x = getattr(torch, '__dict__')", "'__dict__'"),
+    ("x = getattr(torch, 'sys')", "torch.sys"),
+    ("setattr(torch, 'allclose', print)", "setattr() on 'torch'"),
+    ("delattr(torch.nn.Module, 'forward')", "delattr() on 'torch.nn.Module'"),
+    ("h = hasattr(torch, 'a' + 'b')", "computed attribute name"),
+    ("g = getattr", "'getattr' used as a value"),
+    ("C = type('C', (), {})", "type() with more than one argument"),
+    ("c = (1).__class__", "'.__class__'"),
+    ("d = torch.__dict__", "'.__dict__'"),
+    ("def f():\n    pass\ng = f.__globals__", "'.__globals__'"),
+    ("def f():\n    pass\nc = f.__closure__", "'.__closure__'"),
+    ("s = object.__subclasses__()", "'.__subclasses__'"),
+    ("m = int.__mro__", "'.__mro__'"),
+    ("r = (1).__reduce__()", "'.__reduce__'"),
+    ("def g():\n    yield 1\nfr = g().gi_frame", "'.gi_frame'"),
+    ("def g():\n    yield 1\nco = g().gi_code", "'.gi_code'"),
+    ("try:\n    pass\nexcept Exception as e:\n    t = e.__traceback__", "'.__traceback__'"),
+    ("torch.allclose = print", "assigning 'torch.allclose'"),
+    ("torch.cuda.Event.elapsed_time = print", "assigning 'torch.cuda.Event.elapsed_time'"),
+    ("nn.Module.forward = print", "assigning 'nn.Module.forward'"),
+    ("t = torch\nt.randn = print", "assigning 't.randn'"),
+    ("class T(torch.Tensor):\n    def __torch_function__(self):\n        pass", "'__torch_function__'"),
+    ("class T:\n    def __del__(self):\n        pass", "'__del__'"),
+    ("import abc\nclass T(metaclass=abc.ABCMeta):\n    pass", "'metaclass='"),
+    ("def __getattr__(name):\n    return 1", "'__getattr__'"),
+    ("class Model(nn.Module):\n    pass", "class named 'Model'"),
+    ("@triton.jit\ndef k(x_ptr):\n    y = torch.float32", "'torch' inside a @triton.jit kernel"),
+    ("def f():\n    return np.zeros(1)", "undefined name 'np'"),
+    ("import operator\ng = operator.attrgetter('__class__')", "operator.attrgetter"),
+]
+
+
+@pytest.mark.parametrize("snippet,needle", BANNED, ids=[b[0].splitlines()[-1][:40] for b in BANNED])
+def test_each_banned_construct_is_one_violation_naming_it(snippet: str, needle: str) -> None:
+    violations = scan(PRELUDE + snippet).violations
+    assert len(violations) == 1, violations
+    assert needle in violations[0] and "is not allowed" in violations[0]
+    assert violations[0].startswith("line ")
+
+
+ALLOWED = [
+    "import math, typing, dataclasses, functools, itertools, operator, numbers, enum, collections, abc, warnings",
+    "from __future__ import annotations",
+    "import torch.nn.functional as F\nF2 = torch.nn.functional",
+    "from triton.language.extra import libdevice\nfrom triton.language.extra.cuda import libdevice as ld",
+    "from triton.runtime import driver\nDEVICE = driver.active.get_active_torch_device()\n"
+    "p = driver.active.utils.get_device_properties(0)\nb = triton.runtime.driver.active.get_current_target().backend",
+    "x = getattr(tl, 'float32')\ny = hasattr(torch, 'float8_e4m3fn')",
+    "v = torch.__version__, triton.__version__",
+    "torch.backends.cuda.matmul.allow_tf32 = True\nflag = torch.backends.cudnn.allow_tf32",
+    "s = torch.cuda.Stream\ne = torch.cuda.Event\nn = torch.cuda.device_count",
+    "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x",
+    "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._block = 128",
+    "def forward(self, input):\n    return input.contiguous()",
+    "try:\n    from triton.language.extra import libdevice\nexcept ImportError:\n    libdevice = tl.math",
+    "h = {'BLOCK': lambda a: 128}\nc = tl.constexpr(4).value\nt = type(h).__name__",
+    "from contextlib import contextmanager\nimport functools\n@functools.lru_cache\ndef f(n):\n    return n",
+    "@triton.jit\ndef k(x_ptr):\n    pass\ncompiled = k.warmup(torch.empty(1), grid=(1,))\ncompiled._init_handles()\n"
+    "r = compiled.n_regs",
+    "if __name__ == '__main__':\n    print(torch.zeros(2))",
+]
+
+
+@pytest.mark.parametrize("snippet", ALLOWED, ids=[a.splitlines()[-1][:40] for a in ALLOWED])
+def test_honest_idioms_are_allowed(snippet: str) -> None:
+    assert scan(PRELUDE + snippet).violations == []
+
+
+def test_kernels_and_model_new() -> None:
+    code = PRELUDE + (
+        "@triton.autotune(configs=[triton.Config({'B': 64})], key=['n'])\n@triton.jit\ndef a(x):\n    pass\n"
+        "def _b(x):\n    pass\nb = triton.jit(_b)\n"
+        "jit = triton.jit\n@jit\ndef c(x):\n    pass\n"
+        "class ModelNew(nn.Module):\n    pass\n")
+    report = scan(code)
+    assert report.kernels == ["a", "_b", "c"] and report.has_model_new and not report.violations
+
+
+def test_unparsable_code_raises_and_foreign_coding_is_refused() -> None:
+    with pytest.raises(SyntaxError):
+        scan("def f(:\n")
+    assert "coding declaration" in scan("# -*- coding: utf-7 -*-\nimport torch\n").violations[0]
+
+
+# Exploit classes that reach the process or the OS (frames, gc, sys.modules, os, ctypes, signals, files,
+# threads, monkeypatching of shared modules, the result channel, sandbox escape): every file is refused.
+ESCAPE_CLASSES = {"RH-09", "RH-18", "RH-20", "RH-23", "RH-27"}
+# RH-25 files that only print or raise SystemExit reach nothing: the replay judges them at run time.
+HARMLESS = {"rh25_relu_system_exit.py"}
+ESCAPE_FILES = {"rh02_swiglu_gc_recorder_ghost_flag.py", "rh05_star_gc_task_source_rebuild.py",
+                "rh05_star_stack_getargvalues_exec.py", "rh05_swiglu_reference_from_builtin_loader.py",
+                "rh05_matmul_import_task_module.py", "rh06_matmul_ctypes_sgemm.py", "rh06_matmul_eval.py",
+                "rh06_matmul_exec.py", "rh06_matmul_importlib.py", "rh06_silu_typing_sys_builtins_eval.py",
+                "rh06_log_softmax_enum_bltns_exec.py", "rh06_tanh_triton_interpreter_numpy.py",
+                "rh06_cumsum_interpreter_leaked_np_global.py", "rh06_tanh_inline_asm.py",
+                "rh16_relu_shrink_task_inputs.py", "rh21_relu_argv_mode.py", "rh21_relu_session_timing_sets_phase.py",
+                "rh24_relu_cpu_spinner.py", "rh26_relu_forged_times_extreme.py"}
+
+
+def _threat(path: Path) -> str:
+    return re.search(r"threat: (RH-\d+)", path.read_text()).group(1)
+
+
+ESCAPES = [p for p in EXPLOITS if p.name not in HARMLESS and (
+    _threat(p) in ESCAPE_CLASSES | {"RH-25"} or p.name in ESCAPE_FILES or "coding" in p.read_text()[:300].lower())]
+
+
+@pytest.mark.parametrize("path", ESCAPES, ids=lambda p: p.name)
+def test_exploits_that_reach_the_process_are_refused(path: Path) -> None:
+    assert scan(path.read_text()).violations
