@@ -181,7 +181,8 @@ def scan(code: str) -> CapabilityReport:
     tree = parse(code)
     scanner = _Scanner(tree)
     scanner.visit(tree)
-    return CapabilityReport(has_model_new=scanner.has_model_new, kernels=sorted(scanner.kernels, key=scanner.kernels.get),
+    kernels = sorted(scanner.kernels, key=scanner.kernels.get)
+    return CapabilityReport(has_model_new=scanner.has_model_new, kernels=kernels,
                             violations=list(dict.fromkeys(scanner.violations)))
 
 
@@ -351,7 +352,7 @@ class _Scanner(ast.NodeVisitor):
             in_class = isinstance(self.parents.get(node), ast.ClassDef)
             if not in_class or node.name not in _DEFINABLE_DUNDERS:
                 self.ban(node, f"defining '{node.name}'", "it hooks the interpreter or torch; classes may define "
-                         f"{', '.join(sorted(_DEFINABLE_DUNDERS - {'__slots__', '__doc__', '__module__', '__qualname__'}))}")
+                         f"{', '.join(sorted(_DEFINABLE_DUNDERS - _DUNDER_NAMES))}")
         for dec in node.decorator_list:
             self.visit(dec)
         self.visit(node.args)
@@ -507,8 +508,8 @@ class _Scanner(ast.NodeVisitor):
         parent = self.parents.get(node)
         if isinstance(parent, ast.Attribute) and parent.value is node or not isinstance(node.ctx, ast.Load):
             return
-        if (isinstance(parent, ast.Call) and parent.args and parent.args[0] is node and isinstance(parent.func, ast.Name)
-                and parent.func.id in (*_NAME_BUILTINS, *_BANNED_BUILTINS)):
+        if (isinstance(parent, ast.Call) and parent.args and parent.args[0] is node
+                and isinstance(parent.func, ast.Name) and parent.func.id in (*_NAME_BUILTINS, *_BANNED_BUILTINS)):
             return  # getattr(torch, ...) is judged as the attribute it names; vars(torch) as vars
         if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
             return
@@ -521,7 +522,8 @@ class _Scanner(ast.NodeVisitor):
                      "(tl.load) or alias it (F = torch.nn.functional)")
 
     def _kernel_torch(self, node: ast.Name | ast.Attribute) -> None:
-        if self.in_kernel and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and self.aliases.get(node.id, "").split(".")[0] == "torch":
+        if (self.in_kernel and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+                and self.aliases.get(node.id, "").split(".")[0] == "torch"):
             self.ban(node, f"'{node.id}' inside a @triton.jit kernel", "torch compiles only under the CPU "
                      "interpreter; use triton.language (tl.float32, tl.exp, ...)")
 
@@ -590,7 +592,8 @@ def _device_module_idiom(call: ast.Call, path, parents: dict) -> bool:  # noqa: 
     if fn is None:
         return False
     stores = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == var and not isinstance(n.ctx, ast.Load)]
-    first = fn.body[0] if fn.body and not isinstance(fn.body[0], ast.Expr) else (fn.body[1] if len(fn.body) > 1 else None)
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) else fn.body  # past a docstring
+    first = body[0] if body else None
     return (len(stores) == 1 and isinstance(first, ast.Assign) and first.targets == [stores[0]]
             and isinstance(first.value, ast.Call) and path(first.value.func) == "torch.device"
             and first.lineno < call.lineno)
