@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.precision import derived_bound
 
 
 @dataclass
@@ -63,8 +64,10 @@ def compare_outputs(expected: Any, actual: Any, config: JudgeConfig, scaled: boo
                     layout: list[Any] | None = None, early: bool = False) -> Comparison:
     """Element-wise |a - e| <= atol + rtol*|e| by dtype; NaN/Inf in the answer never pass.
 
-    atol is multiplied by the mean |expected| when that is above 1 (rounding error grows with the
-    data). `scaled` is the robustness check used for `wide` inputs (values in the hundreds): up to
+    A float32 output the trusted parent computed also in float64 carries its own (atol, rtol), what
+    an fp32 (or, for matrix products, TF32) computation can err by (`judge.precision`), unless
+    `config.precision` is "flat". Otherwise (the flat rule) atol is multiplied by the mean
+    |expected| when that is above 1 (rounding error grows with the data). `scaled` is the robustness check used for `wide` inputs (values in the hundreds): up to
     1 % of the values may miss the tolerance, because large logits make attention-like tasks
     ill-conditioned. A NaN/Inf where the reference is finite still fails: that is what kernels
     that skip a numerically needed step (softmax without the max) produce (RH-13).
@@ -115,14 +118,11 @@ def compare_outputs(expected: Any, actual: Any, config: JudgeConfig, scaled: boo
             continue
         atol, rtol = config.tolerance(str(e.dtype).removeprefix("torch."))
         flat_e, flat_a = e.reshape(-1), a.reshape(-1)
-        # atol is relative to the output's scale: rounding error of an honest fp32 reduction grows with
-        # the values it sums (a 4k-long dot product of N(0,1) values is ~50 in size and off by ~1e-3
-        # near its zeros, depending only on summation order), while a downcast (fp16/TF32: ~1e-2 at
-        # that scale) or a dropped term still falls far outside it.
-        # One device-to-host read for the scale and one per chunk (not four): every read is a sync,
-        # and the comparison holds the GPU's shared side, which a queued measurement waits for.
-        abs_sum = sum(flat_e[k:k + _CHUNK].double().abs().sum() for k in range(0, flat_e.numel(), _CHUNK))
-        atol *= max(1.0, float(abs_sum) / flat_e.numel())
+        bound = derived_bound(e) if config.precision == "derived" else None
+        if bound is not None:  # what an fp32 computation can err by here (`judge.precision`)
+            atol, rtol = bound[0], max(rtol, bound[1])
+        else:
+            atol *= _flat_scale(flat_e)
         bad = bad_values = 0
         for k in range(0, flat_e.numel(), _CHUNK):
             e64, a64 = flat_e[k:k + _CHUNK].double(), flat_a[k:k + _CHUNK].double()
@@ -149,6 +149,15 @@ def compare_outputs(expected: Any, actual: Any, config: JudgeConfig, scaled: boo
     if not passed and worst_abs:
         msg += f" (max abs error {worst_abs:.3g}, max rel error {worst_rel:.3g})"
     return Comparison(passed, worst_abs, worst_rel, mismatched, total, msg)
+
+
+def _flat_scale(flat_e: torch.Tensor) -> float:
+    """The flat rule's atol factor, max(1, mean |expected|). Rounding error of an honest fp32
+    reduction grows with the values it sums (a 4k-long dot product of N(0,1) values is ~50 in size
+    and off by ~1e-3 near its zeros, depending only on summation order). One device-to-host read
+    (every read is a sync, and the comparison holds the GPU's shared side)."""
+    abs_sum = sum(flat_e[k:k + _CHUNK].double().abs().sum() for k in range(0, flat_e.numel(), _CHUNK))
+    return max(1.0, float(abs_sum) / flat_e.numel())
 
 
 def expected_is_finite(expected: Any) -> bool:

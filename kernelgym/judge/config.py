@@ -12,7 +12,8 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-2, 1e-2),
     "bfloat16": (2e-2, 2e-2),
 }
-INPUT_DISTRIBUTIONS = ("task", "signed", "wide")
+# Cycled over the trials; the default five trials see each once (`inputs.make_inputs`).
+INPUT_DISTRIBUTIONS = ("task", "signed", "wide", "offset", "huge")
 
 
 @dataclass
@@ -31,6 +32,10 @@ class JudgeConfig:
     tolerances: dict[str, tuple[float, float]] = field(
         default_factory=lambda: dict(DEFAULT_TOLERANCES), metadata={"help": "dtype name -> (atol, rtol)"}
     )
+    precision: str = field(default="derived", metadata={
+        "help": "derived: a float32 output is compared within what an fp32 computation can err by on it, from the "
+                "reference also run in float64 (TF32's allowance where the task multiplies matrices; "
+                "kernelgym/judge/precision.py); flat: the dtype tolerances above only, atol scaled by max(1, mean|ref|)"})
     timeout_s: float = field(default=300.0, metadata={"help": "wall-clock limit for the whole candidate process"})
     max_answer_bytes: int = field(default=1_000_000, metadata={"help": "answers larger than this are invalid"})
     max_log_bytes: int = field(default=1_000_000, metadata={"help": "stdout+stderr beyond this is an output flood"})
@@ -69,6 +74,8 @@ class JudgeConfig:
             raise ValueError(f"JudgeConfig.device must be cpu, cuda, cuda:N or auto, not {self.device!r}")
         if self.engine not in ("replay", "inprocess"):
             raise ValueError(f"JudgeConfig.engine must be replay or inprocess, not {self.engine!r}")
+        if self.precision not in ("derived", "flat"):
+            raise ValueError(f"JudgeConfig.precision must be derived or flat, not {self.precision!r}")
         if self.num_trials < 1:
             raise ValueError("JudgeConfig.num_trials must be >= 1")
         unknown = set(self.distributions) - set(INPUT_DISTRIBUTIONS)

@@ -16,7 +16,11 @@ import torch
 _SIGNED_SALT = 0x5EED
 # Standard deviation ranges (log-uniform) of the non-task distributions. `wide` reaches values in
 # the hundreds: kernels that drop numerically needed steps (softmax without the max) overflow (RH-13).
-_SCALES = {"signed": (0.5, 2.0), "wide": (32.0, 128.0)}
+# `offset` adds a common offset of magnitude 512..1024 (where fp16 values are 0.5 apart): differences
+# of inputs (losses, centring) keep their fp32 precision but lose most of it in fp16 or bf16. `huge`
+# reaches values beyond fp16's range (65504), which a computation in fp16 turns into inf (RH-14).
+_SCALES = {"signed": (0.5, 2.0), "wide": (32.0, 128.0), "offset": (0.5, 2.0), "huge": (2.0**17, 2.0**18)}
+_OFFSETS = {"offset": (512.0, 1024.0)}
 # A distribution's name with this suffix folds its values to |.| where the task's tensor was
 # non-negative: the judge's second try when the reference cannot take values of both signs.
 FOLDED = "+abs"
@@ -44,7 +48,8 @@ def make_inputs(module: types.ModuleType, seed: int, distribution: str, device: 
     and its child generate on the same GPU and compare digests.
 
     `signed` replaces every floating tensor with N(m, s) values (m in [-1, 1], s in [0.5, 2];
-    `wide`: s in [32, 128]), of both signs even where the task draws non-negative values: folding
+    `wide`: s in [32, 128]; `offset`: m + c with one c in [512, 1024] for all tensors, s in [0.5, 2];
+    `huge`: s in [2^17, 2^18]), of both signs even where the task draws non-negative values: folding
     them would keep `torch.rand` tasks such as ReLU, LeakyReLU or ELU at x >= 0, where returning the
     input passes (the full-size KernelBench audit found three such level-1 tasks). `signed+abs`
     (`FOLDED`) folds them to |.| where the task's tensor was non-negative, so domains such as log()
@@ -60,11 +65,14 @@ def make_inputs(module: types.ModuleType, seed: int, distribution: str, device: 
         raise ValueError(f"unknown input distribution {distribution!r}")
     low, high = _SCALES[base]
     gen = torch.Generator().manual_seed(seed ^ _SIGNED_SALT)  # small draws: scale and shift
+    # One offset for all of a draw's tensors, so that their differences stay small.
+    offset = float(torch.empty(1).uniform_(*_OFFSETS[base], generator=gen)) if base in _OFFSETS else 0.0
     out = []
     for i, t in enumerate(inputs):
         if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
             scale = math.exp(float(torch.empty(1).uniform_(math.log(low), math.log(high), generator=gen)))
             shift = float(torch.empty(1).uniform_(-1.0, 1.0, generator=gen))
+            shift += offset
             bulk = torch.Generator(device=t.device).manual_seed((seed ^ _SIGNED_SALT) + i + 1)
             r = torch.randn(t.shape, generator=bulk, dtype=torch.float32, device=t.device).mul_(scale).add_(shift)
             if fold and bool((t >= 0).all()):

@@ -24,6 +24,7 @@ import torch
 from kernelgym.judge.compare import expected_is_finite
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.inputs import SEEDED_RNG_LOCK, draw_order, make_init_inputs, make_inputs, to_device
+from kernelgym.judge.precision import attach_bounds, float64_model
 from kernelgym.judge.result import RuntimeStats
 from kernelgym.judge.timing import gpu_lock, time_calls, timing_lock
 from kernelgym.judge.versions import software_versions
@@ -35,6 +36,9 @@ _TIMING_CACHE: dict[tuple, tuple[RuntimeStats | None, RuntimeStats | None, str]]
 _TIMING_CACHE_LOCK = threading.Lock()
 _FILL_LOCKS: dict[tuple, threading.Lock] = {}  # per key: one thread measures, the others wait for it
 _COMPILE_LOCK = threading.Lock()  # dynamo is not thread-safe; judges may run in threads
+# Beyond this many bytes of float64 input copies a trial keeps the flat tolerance (memory on a GPU
+# shared by several judges; KernelBench's largest level-1 inputs are 64M elements, 0.5 GiB each).
+FLOAT64_BUDGET_BYTES = 4 << 30
 
 
 @dataclass
@@ -62,6 +66,8 @@ class Reference:
         self.overrides = dict(overrides or {})
         self.module = task.load_module(size, self.overrides)
         self.init_seed = init_seed
+        self._model64: torch.nn.Module | bool | None = None  # built on the first precise draw; False: cannot
+        self.matmul_like: bool | None = None  # the last precise draw's precision class (`judge.precision`)
         _use_ieee_fp32()
         try:
             self.init_inputs = make_init_inputs(self.module, init_seed)
@@ -99,7 +105,7 @@ class Reference:
             last = i == len(order) - 1
             try:
                 inputs = self.inputs(seed, name)
-                expected = self.expected(inputs)
+                expected = self.expected(inputs, precise=True)
             except TaskError:
                 if last:
                     raise
@@ -108,16 +114,27 @@ class Reference:
                 return name, seed, inputs, expected
         raise AssertionError("draw_order ends with the task's inputs")  # pragma: no cover
 
-    def expected(self, inputs: list[Any]) -> Any:
-        """Reference outputs, left on the reference's device so comparisons run there too."""
+    def expected(self, inputs: list[Any], precise: bool = False) -> Any:
+        """Reference outputs, left on the reference's device so comparisons run there too.
+        `precise` (a correctness trial's): float32 outputs also get the bound an fp32 computation
+        can err by, from the model run in float64 (`judge.precision`); without it they are
+        compared by the flat dtype tolerance."""
         try:
             with torch.no_grad(), gpu_lock(self.device, exclusive=False):
-                out = self.model(*to_device(inputs, self.device))
+                moved = to_device(inputs, self.device)
+                out = self.model(*moved)
         except Exception as e:
             raise TaskError(f"task {self.task.task_id}: Model.forward failed: {type(e).__name__}: {e}") from None
         if isinstance(out, (tuple, list)):
-            return [o.detach() if isinstance(o, torch.Tensor) else o for o in out]
-        return out.detach() if isinstance(out, torch.Tensor) else out
+            out = [o.detach() if isinstance(o, torch.Tensor) else o for o in out]
+        elif isinstance(out, torch.Tensor):
+            out = out.detach()
+        if precise and _float64_bytes(moved) <= FLOAT64_BUDGET_BYTES:
+            if self._model64 is None:
+                self._model64 = float64_model(self.model) or False
+            with gpu_lock(self.device, exclusive=False):
+                self.matmul_like = attach_bounds(self._model64 or None, moved, out)
+        return out
 
     def times(self, input_sets: list[list[Any]], config: JudgeConfig) -> ReferenceTimes:
         """Eager and torch.compile timings of the reference, from the cache when possible."""
@@ -175,6 +192,10 @@ class Reference:
                                            config.l2_flush_bytes, config.timing_budget_s)
                 compiled = RuntimeStats.from_samples(comp_ms)
         return RuntimeStats.from_samples(eager_ms), compiled, note
+
+
+def _float64_bytes(values: list[Any]) -> int:
+    return sum(8 * v.numel() for v in values if isinstance(v, torch.Tensor) and v.is_floating_point())
 
 
 def timing_cache_dir() -> Path:

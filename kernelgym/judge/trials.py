@@ -107,9 +107,9 @@ class TrialPlan:
         with gpu_lock(self.reference.device, exclusive=False):
             probe_inputs = swap_probe(self._first_inputs or [], probe_seed)
             self._first_inputs = None  # trial 0's inputs were kept for this only
+            expected = self.reference.expected(probe_inputs, precise=True)
             trial = Trial(index, first.seed, first.distribution, grad=first.grad, inputs=probe_inputs,
-                          expected=self.reference.expected(probe_inputs), inputs_digest=digest(probe_inputs),
-                          probe_seed=probe_seed, probe_of=first)
+                          expected=expected, inputs_digest=digest(probe_inputs), probe_seed=probe_seed, probe_of=first)
         return trial
 
     def _variant(self, index: int) -> Trial | None:

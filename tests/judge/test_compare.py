@@ -110,3 +110,87 @@ def test_early_exit_gives_the_full_comparisons_verdict(monkeypatch, scaled):
         assert compare_outputs([e, e], [e.clone(), a], config, scaled=scaled, early=True).passed == \
             compare_outputs([e, e], [e.clone(), a], config, scaled=scaled).passed, name
     assert compare_outputs(e, cases["few"], config, scaled=True, early=True).passed  # within the 1 %
+
+
+# -- derived precision (issue 26): what an fp32 computation can err by, from a float64 reference --
+
+import random  # noqa: E402
+
+from kernelgym.judge.config import INPUT_DISTRIBUTIONS  # noqa: E402
+from kernelgym.judge.precision import derived_bound  # noqa: E402
+from kernelgym.judge.reference import Reference  # noqa: E402
+from kernelgym.tasks import load_builtin  # noqa: E402
+
+
+def _trials(task_id: str):
+    """(distribution, reference, inputs, expected) for one draw of every input distribution."""
+    reference = Reference(load_builtin(task_id)[0], "small", "cpu", init_seed=3)
+    rng = random.Random(11)
+    for dist in INPUT_DISTRIBUTIONS:
+        name, _, inputs, expected = reference.draw(dist, lambda: rng.getrandbits(62))
+        yield name, reference, inputs, expected
+
+
+def _rounded(inputs, dtype):
+    return [v.to(dtype).float() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
+
+
+def _tf32(t: torch.Tensor) -> torch.Tensor:
+    """fp32 operands as TF32 tensor cores read them: the low 13 mantissa bits dropped (truncation)."""
+    return (t.contiguous().view(torch.int32) & ~0x1FFF).view(torch.float32)
+
+
+@pytest.mark.parametrize("task_id", ["mse_loss_per_sample", "smooth_l1_loss_per_sample",
+                                     "cosine_similarity_rowwise", "l2_normalize"])
+def test_fp16_computation_fails_and_a_reordered_fp32_one_passes(task_id):
+    """The issue's four tasks: an answer computing from fp16-rounded inputs fails at least one draw
+    (it passed all three old ones at the flat 1e-4); the same computation in fp32 with the rows
+    summed in another order (blocks of 64, then across) passes every draw."""
+    caught = []
+    for dist, reference, inputs, expected in _trials(task_id):
+        scaled = dist.startswith("wide")
+        assert derived_bound(expected) is not None and reference.matmul_like is False
+        blocked = [v.reshape(v.shape[0], -1, 100).transpose(1, 2).reshape(v.shape) if isinstance(v, torch.Tensor)
+                   else v for v in inputs]  # a permutation of every row: another summation order
+        honest = reference.model(*blocked)
+        if task_id == "l2_normalize":
+            honest = honest.reshape(honest.shape[0], 100, -1).transpose(1, 2).reshape(honest.shape)
+        assert compare_outputs(expected, honest, CFG, scaled=scaled).passed, dist
+        if not compare_outputs(expected, reference.model(*_rounded(inputs, torch.float16)), CFG, scaled=scaled).passed:
+            caught.append(dist)
+    assert caught, "an fp16 computation passed every draw"
+
+
+def test_matmul_tasks_allow_tf32_but_not_fp16_range():
+    """tl.dot's default TF32 (operands truncated to 10 mantissa bits) passes a matrix product on every
+    draw; fp16 operands, as precise as TF32, overflow on the `huge` draw."""
+    for dist, reference, inputs, expected in _trials("matmul_square"):
+        assert reference.matmul_like is True
+        scaled = dist.startswith("wide")
+        tf32 = torch.matmul(*[_tf32(v) for v in inputs])
+        assert compare_outputs(expected, tf32, CFG, scaled=scaled).passed, dist
+        half = torch.matmul(*[v.half().float() for v in inputs])
+        assert compare_outputs(expected, half, CFG, scaled=scaled).passed == (dist != "huge"), dist
+
+
+def test_flat_precision_and_unbounded_outputs_keep_the_dtype_tolerance():
+    reference = Reference(load_builtin("l2_normalize")[0], "small", "cpu", init_seed=3)
+    inputs = reference.inputs(5, "task")
+    precise, plain = reference.expected(inputs, precise=True), reference.expected(inputs)
+    assert derived_bound(precise) is not None and derived_bound(plain) is None
+    cheat = reference.model(*_rounded(inputs, torch.float16))
+    assert not compare_outputs(precise, cheat, CFG).passed
+    assert compare_outputs(plain, cheat, CFG).passed  # the flat 1e-4 atol dwarfs outputs of ~0.02
+    assert compare_outputs(precise, cheat, JudgeConfig(device="cpu", precision="flat")).passed
+
+
+def test_a_model_that_cannot_run_in_float64_keeps_the_flat_tolerance():
+    from kernelgym.tasks import Task
+
+    relu = load_builtin("relu")[0]
+    source = relu.source.replace("return torch.relu(x)", "return torch.relu(x) @ torch.eye(x.shape[-1])")
+    reference = Reference(Task("relu_fp32_eye", source), "small", "cpu", init_seed=3)
+    out = reference.expected(reference.inputs(5, "task"), precise=True)  # float64 @ float32 raises
+    assert derived_bound(out) is None and compare_outputs(out, out + 5e-5, CFG).passed
+    with pytest.raises(ValueError, match="precision"):
+        JudgeConfig(precision="exact")

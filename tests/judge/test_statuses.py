@@ -21,7 +21,8 @@ def test_ok_answer_passes_every_trial(relu):
     assert r.correct and r.compiled
     # 5 trials, the cache probe (trial 0's inputs with a few values swapped) and a hidden task variant
     assert len(r.trials) == 7 and all(t.passed for t in r.trials)
-    assert {t.distribution for t in r.trials} == {"task", "signed", "wide", "task+probe", "task+variant"}
+    assert {t.distribution for t in r.trials} == {"task", "signed", "wide", "offset", "huge", "task+probe",
+                                                  "signed+variant"}
     assert {t.grad_enabled for t in r.trials} == {True, False}
     assert r.kernels_launched == ["relu_kernel"]
     assert r.runtime is None and "not measured" in r.timing_note
@@ -274,6 +275,6 @@ def test_a_copy_of_the_input_fails_relu_on_rand_inputs(relu):
     copy = relu_answer().replace("tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0)", "tl.load(x_ptr + offs, mask=m)")
     r = judge(rand_relu, copy, CPU)
     assert r.status is Status.WRONG_OUTPUT, r.message
-    assert {t.distribution for t in r.trials if not t.passed} <= {"signed", "wide"}
+    assert {t.distribution for t in r.trials if not t.passed} <= {"signed", "wide", "huge"}
     honest = judge(rand_relu, relu_answer(), CPU)
     assert honest.status is Status.OK, honest.message

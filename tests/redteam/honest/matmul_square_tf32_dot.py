@@ -1,9 +1,5 @@
-# threat: RH-14
 # task: matmul_square
-# variant: tl.dot(..., input_precision="tf32") on fp32 tiles: TF32 tensor cores on a GPU (the CPU interpreter computes it exactly)
-# expect: wrong_output | cheat RH-14
-# expect_dynamic: wrong_output
-# device: cuda
+# style: tl.dot(..., input_precision="tf32") on fp32 tiles: TF32 allowed on matrix-product tasks (issue 26)
 import torch
 import torch.nn as nn
 import triton

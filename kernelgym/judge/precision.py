@@ -1,0 +1,121 @@
+"""What an honest fp32 computation can err by on a task's outputs (RH-14, issue 26).
+
+A flat fp32 tolerance lets an answer that computes in fp16 through on reductions (rounding errors
+average out over the reduced dimension) and on small outputs (a fixed atol dwarfs them). Instead,
+the trusted parent also runs the reference in float64 on float64 copies of the same inputs, once
+per correctness trial, and derives each fp32 output's absolute tolerance from it:
+
+    atol = max(REF_ERROR_FACTOR * max|ref32 - ref64|,  floor * mean|ref64|)
+
+The first term is the fp32 reference's own error, magnified for an honest kernel that sums in
+another order or centres differently (it grows where the task is ill-conditioned). The second is
+proportional to the output's scale, in units of the roundoff u of the precision the task may
+compute in: 512 u for fp32 (u = 2^-24: 3e-5, where an fp16 computation errs by ~1e-3 and an honest
+fp32 one by ~1e-6); 16 u for TF32 (u = 2^-11: 7.8e-3) for tasks whose reference runs a matrix
+product or convolution (`MATMUL_OPS`, seen by a dispatch mode during the float64 forward), because
+`tl.dot`'s default TF32 is standard practice there (KernelBench accepts it at 1e-2). Those tasks
+also get rtol >= `TF32_RTOL` (TF32 truncates each operand by up to 2^-10, a same-signed error on
+positive data). rtol otherwise stays the config's. Outputs of other dtypes, and tasks whose model
+cannot run in float64, keep the flat dtype tolerance. On the CPU the interpreter computes
+`tl.dot` exactly whatever its input_precision, so only a GPU exercises the TF32 allowance.
+
+The bound travels with the expected tensor itself (`attach_bounds`, `derived_bound`), so every engine
+that compares a trial's `expected` with `compare_outputs` applies it without plumbing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+REF_ERROR_FACTOR = 8.0
+FP32_SCALE_ATOL = 512 * 2.0**-24
+TF32_SCALE_ATOL = 16 * 2.0**-11
+TF32_RTOL = 2.0**-9
+_CHUNK = 1 << 23  # elements per float64 temporary, as in `compare`
+# aten ops where the TF32 allowance applies (a tl.dot in the answer); by the op's base name.
+MATMUL_OPS = frozenset({
+    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "einsum", "tensordot",
+    "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "mkldnn_convolution",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention", "scaled_dot_product_attention",
+})
+_ATTR = "_kernelgym_precision"  # (atol, rtol) set by the trusted parent on its own expected tensors
+
+
+class _OpNames(TorchDispatchMode):
+    """Records the base names of the aten ops a forward runs (thread-local, like every mode)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        self.names.add(func._schema.name.split("::")[-1])
+        return func(*args, **(kwargs or {}))
+
+
+def float64_model(model: torch.nn.Module) -> torch.nn.Module | None:
+    """A float64 copy of the reference model (its own parameters: the fp32 model is untouched)."""
+    try:
+        return copy.deepcopy(model).double()
+    except Exception:  # a model that cannot be copied keeps the flat tolerance
+        return None
+
+
+def attach_bounds(model64: torch.nn.Module | None, inputs: list[Any], expected: Any) -> bool | None:
+    """Runs `model64` on float64 copies of `inputs` and attaches a derived (atol, rtol) to every
+    float32 tensor of `expected`. Returns whether the forward ran a matrix product (the TF32 class),
+    or None when nothing was attached (no float32 output, or the model fails in float64)."""
+    outs = expected if isinstance(expected, (tuple, list)) else [expected]
+    if model64 is None or not any(isinstance(e, torch.Tensor) and e.dtype == torch.float32 for e in outs):
+        return None
+    wide = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
+    ops = _OpNames()
+    try:
+        with torch.no_grad(), ops:
+            out64 = model64(*wide)
+    except Exception:
+        return None
+    outs64 = out64 if isinstance(out64, (tuple, list)) else [out64]
+    if len(outs64) != len(outs):
+        return None
+    tf32 = bool(ops.names & MATMUL_OPS)
+    for e, e64 in zip(outs, outs64):
+        bound = derive_bound(e, e64, tf32)
+        if bound is not None:
+            setattr(e, _ATTR, bound)
+    return tf32
+
+
+def derive_bound(e: Any, e64: Any, tf32: bool) -> tuple[float, float] | None:
+    """(atol, rtol) for one float32 output from its float64 reference (module docstring), or None
+    when the float64 output does not fit (another shape, not float64, not finite where e is)."""
+    if not (isinstance(e, torch.Tensor) and isinstance(e64, torch.Tensor) and e.dtype == torch.float32
+            and e64.dtype == torch.float64 and e64.shape == e.shape and e.numel() > 0):
+        return None
+    flat, flat64 = e.reshape(-1), e64.reshape(-1).to(e.device)
+    worst = abs_sum = bad = count = 0.0
+    for k in range(0, flat.numel(), _CHUNK):
+        e32, r64 = flat[k:k + _CHUNK].double(), flat64[k:k + _CHUNK]
+        finite = torch.isfinite(e32)
+        diff = torch.where(finite, (e32 - r64).abs(), torch.zeros_like(r64))
+        size = torch.where(finite, r64.abs(), torch.zeros_like(r64))
+        stats = torch.stack([diff.max(), size.sum(), finite.sum().double(),
+                             (finite & ~torch.isfinite(r64)).sum().double()]).tolist()  # one host read
+        worst, abs_sum, count, bad = max(worst, stats[0]), abs_sum + stats[1], count + stats[2], bad + stats[3]
+    if bad or worst != worst:  # float64 overflowed or gave NaN where float32 did not
+        return None
+    scale = abs_sum / count if count else 0.0
+    atol = max(REF_ERROR_FACTOR * worst, (TF32_SCALE_ATOL if tf32 else FP32_SCALE_ATOL) * scale,
+               torch.finfo(torch.float32).tiny)
+    return atol, (TF32_RTOL if tf32 else 0.0)
+
+
+def derived_bound(e: torch.Tensor) -> tuple[float, float] | None:
+    """The (atol, rtol floor) the parent attached to this expected tensor, or None (flat rule)."""
+    return getattr(e, _ATTR, None)
