@@ -3,12 +3,23 @@ from the judge's secret seed, so an answer specialised to the published shapes o
 file's init constants fails a trial it cannot anticipate.
 
 A variant is a dict of constant overrides applied after the size's own (`Task.load_module`).
-By default every integer constant that `get_inputs` reaches (a size) shrinks by a secret amount,
-and every float constant that `get_inputs` or `get_init_inputs` reaches (a slope, an eps, a
-clamp bound) is scaled by a secret factor. Integers that only `get_init_inputs` reads (a
-reduction axis, a kernel size, a stride) are structure, not size, and stay as they are. A task
-can replace the default with a module-level literal `KERNELGYM_VARIANTS`: a list of override dicts
-(both sizes) or a dict `{"small": [...], "full": [...]}`; an empty list turns variants off.
+By default the judge tries, in order (it runs the first the reference can run):
+
+  1. one size constant (an integer `get_inputs` reaches) GROWN by an odd amount, up to 1.5x, the
+     structure constants (integers only `get_init_inputs` reads: kernel sizes, strides, padding,
+     feature counts) moved by a secret step, and every float constant that either input function
+     reaches (a slope, an eps, a clamp bound) scaled by a secret factor: an answer that computes only
+     as much as the published size, or hard-codes a kernel size, fails it;
+  2. the same growth without the structure change (the reference may reject it: groups that no
+     longer divide the channels);
+  3. every size constant shrunk, then one each (the earlier rule), for tasks that cannot grow.
+
+Growth is bounded: the variant's footprint, estimated on the meta device like the small size's
+(`tasks.small.estimate`), may be at most `GROWTH_ELEMENTS` times the size's own elements and
+`GROWTH_FLOPS` times its FLOPs; a task whose footprint cannot be estimated does not grow. Small
+integers that name an axis (`dim`, `axis` at most 4) and integers below 2 are never moved.
+A task can replace all this with a module-level literal `KERNELGYM_VARIANTS`: a list of override
+dicts (both sizes) or a dict `{"small": [...], "full": [...]}`; an empty list turns variants off.
 """
 
 from __future__ import annotations
@@ -23,10 +34,14 @@ VARIANTS_NAME = "KERNELGYM_VARIANTS"
 _FLOAT_FACTORS = (1.5, 2.5)  # |slope|, eps, bounds scaled by a factor in this range
 
 
+GROWTH_ELEMENTS = 2.0  # a grown variant's footprint may be this many times the size's elements
+GROWTH_FLOPS = 4.0  # ... and this many times its FLOPs (a square matmul grown 1.5x: 3.4x)
+_AXIS_NAMES = ("dim", "axis")
+
+
 def candidate_variants(task: Task, size: str, rng: random.Random, attempts: int = 3) -> list[dict[str, object]]:
     """Up to `attempts` variants, in the order the judge should try them (it skips those the
-    reference cannot run). The first changes every size constant at once; the fallbacks change
-    one each, for tasks whose constants constrain each other (channels divisible by groups)."""
+    reference cannot run): grown ones first, then shrunk ones (module docstring)."""
     tree = parse_source(task.source)
     declared = _declared(tree, size, task.task_id)
     if declared is not None:
@@ -34,21 +49,73 @@ def candidate_variants(task: Task, size: str, rng: random.Random, attempts: int 
         rng.shuffle(order)
         return order[:attempts]
     base = task.load_module(size)
-    sizes, floats = _perturbable(tree)
-    float_part = {name: _scaled(base.__dict__[name], rng) for name in sorted(floats)
+    sizes, reached = _perturbable(tree)
+    float_part = {name: _scaled(base.__dict__[name], rng) for name in sorted(reached)
                   if type(base.__dict__.get(name)) is float and base.__dict__[name] != 0.0}
     ints = {name: base.__dict__[name] for name in sorted(sizes) if type(base.__dict__.get(name)) is int
             and base.__dict__[name] >= 2}
-    if not ints and not float_part:
+    structure = {name: _moved(v, rng) for name in sorted(reached - sizes)
+                 if type(v := base.__dict__.get(name)) is int and v >= 2
+                 and not (v <= 4 and any(a in name.lower() for a in _AXIS_NAMES))}
+    grown = _grown(task, size, ints, structure | float_part, rng)
+    if not ints and not float_part and not grown:
         return []
     everything = {name: _shrunk(v, rng) for name, v in ints.items()} | float_part
     singles = [{name: _shrunk(v, rng)} | float_part for name, v in ints.items()]
     rng.shuffle(singles)
-    return ([everything] + singles)[:attempts]
+    shrunk = [everything] + singles if ints or float_part else []
+    return (grown + shrunk)[:attempts]
+
+
+def _grown(task: Task, size: str, ints: dict[str, int], changes: dict[str, object],
+           rng: random.Random) -> list[dict[str, object]]:
+    """[one size grown with `changes`, the same size grown alone], for the first size (in a secret
+    order) whose growth fits the footprint budget; [] when none does or it cannot be estimated."""
+    from kernelgym.tasks.small import SmallPlan, estimate
+
+    plan = task.small_plan() if size == "small" else SmallPlan({}, 0, 0)
+
+    def footprint(overrides: dict[str, object]) -> tuple[int, int]:
+        return estimate(task.source, SmallPlan(plan.constants | overrides, plan.level, plan.structure))
+
+    try:
+        elements, flops = footprint({})
+    except Exception:  # not estimable on the meta device: no growth
+        return []
+    names = list(ints)
+    rng.shuffle(names)
+    out: list[dict[str, object]] = []
+    for name in names:
+        one = {name: _grown_size(ints[name], rng)}
+        for candidate in ([one | changes, one] if changes else [one]):
+            try:
+                e, f = footprint(candidate)
+            except Exception:  # the reference may reject it too: the judge falls back
+                continue
+            if e <= GROWTH_ELEMENTS * elements and f <= GROWTH_FLOPS * max(flops, 1):
+                out.append(candidate)
+        if out:
+            return out
+    return [changes] if changes else []
+
+
+def _grown_size(v: int, rng: random.Random) -> int:
+    """A size larger than `v` by an odd amount, up to about 1.5x: past every published bound and
+    off any power of two the published size has."""
+    return v + 2 * rng.randint(0, max(0, v // 4)) + 1
+
+
+def _moved(v: int, rng: random.Random) -> int:
+    """A structure integer moved by a secret step: kernel sizes and strides by one either way, feature
+    counts (16 and up) by an odd amount either way, up to a quarter of them."""
+    if v < 16:
+        return v + rng.choice((-1, 1))
+    step = 2 * rng.randint(0, max(0, v // 8)) + 1
+    return v + step if rng.random() < 0.5 else max(2, v - step)
 
 
 def _shrunk(v: int, rng: random.Random) -> int:
-    """A size a little smaller than `v` (never larger: the full size already fills the GPU)."""
+    """A size a little smaller than `v` (the fallback when the task cannot grow)."""
     return v - rng.randint(1, max(1, v // 4))
 
 

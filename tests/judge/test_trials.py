@@ -74,7 +74,7 @@ def test_passing_answer_runs_every_trial(relu, draws):
     r = judge(relu, relu_answer(), CPU)
     assert r.status is Status.OK and r.correct
     assert len(r.trials) == 7 and all(t.passed for t in r.trials)
-    assert [t.distribution for t in r.trials][-2:] == ["task+probe", "task+variant"]
+    assert [t.distribution for t in r.trials][-2:] == ["task+probe", "signed+variant"]  # trial 6: 6 % 5
     assert {t.grad_enabled for t in r.trials} == {False, True}
     assert len(draws) == 6  # 5 secret trials and the variant's; the probe reuses trial 0's inputs
 
@@ -106,7 +106,7 @@ def test_plan_draws_lazily_in_the_judges_order(relu):
     while (t := plan.next()) is not None:
         rest.append(t)
     labels = [first.label] + [t.label for t in rest]
-    assert labels == ["task", "signed", "wide", "task+probe", "signed+variant"]  # the variant is trial 4: 4 % 3
+    assert labels == ["task", "signed", "wide", "task+probe", "huge+variant"]  # the variant is trial 4: 4 % 5
     assert [t.grad for t in [first] + rest] == [False, True, False, False, False]
     probe = rest[2]
     assert probe.probe_of is first and probe.seed == first.seed and probe.inputs_digest != first.inputs_digest
@@ -122,3 +122,38 @@ def test_gpu_plan_marks_one_secret_trial_for_integrity(relu):
         pass
     marked = [t.index for t in plan.drawn if t.integrity]
     assert marked == [plan.checked] and 0 <= plan.checked < 5
+
+
+# A relu that computes only as many elements as the published (small) size has: a shrunk variant
+# never showed it (issue 26); the grown one does.
+SIZE_BOUND = relu_answer().replace("(x, out, x.numel(), BLOCK=1024)", "(x, out, min(x.numel(), 8 * 300), BLOCK=1024)") \
+    .replace("torch.empty_like(x)", "torch.zeros_like(x)")
+
+
+def test_an_answer_bounded_by_the_published_size_fails_the_grown_variant(relu):
+    assert "min(x.numel()" in SIZE_BOUND and relu.small_overrides() == {"batch_size": 8, "dim": 300}
+    r = judge(relu, SIZE_BOUND, CPU)
+    assert r.status is Status.WRONG_OUTPUT, r.message
+    assert [t.passed for t in r.trials] == [True] * 6 + [False]
+    assert r.trials[-1].distribution.endswith("+variant")
+
+
+def test_variant_grows_a_size_and_varies_init_arguments():
+    conv = load_builtin("conv2d")[0]
+    reference = Reference(conv, "small", "cpu", init_seed=1)
+    plan = TrialPlan(reference, random.Random(2), JudgeConfig(device="cpu", num_trials=1), "cpu")
+    while (t := plan.next()) is not None:
+        last = t
+    variant = last.variant
+    assert variant is not None and variant.init_inputs != reference.init_inputs  # kernel size or channels moved
+    grown = [k for k, v in variant.overrides.items() if k in conv.small_overrides() and v > conv.small_overrides()[k]]
+    assert grown, variant.overrides
+
+
+def test_trials_carry_the_derived_precision_bound():
+    from kernelgym.judge.precision import derived_bound
+
+    reference = Reference(load_builtin("l2_normalize")[0], "small", "cpu", init_seed=1)
+    plan = TrialPlan(reference, random.Random(0), JudgeConfig(device="cpu", num_trials=2), "cpu")
+    first, second, probe = plan.next(), plan.next(), plan.next()
+    assert all(derived_bound(t.expected) is not None for t in (first, second, probe))

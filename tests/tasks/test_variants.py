@@ -13,16 +13,34 @@ from kernelgym.tasks.task import Task, TaskError, inputs_only_source
 from kernelgym.tasks.variants import candidate_variants
 
 
-def test_sizes_shrink_floats_scale_structure_stays():
-    task = load_builtin("avg_pool2d")[0]
-    (first, *rest) = candidate_variants(task, "small", random.Random(0))
+def test_first_variant_grows_one_size_and_moves_the_structure_fallbacks_shrink():
+    task = load_builtin("conv2d")[0]
     small = task.small_overrides()
-    for name in ("batch_size", "channels", "height", "width"):
-        assert 1 <= first[name] < small[name]
-    assert not {"kernel_size", "stride", "padding"} & set(first)  # read only by get_init_inputs: structure
-    assert all(len(v) == 1 for v in rest)  # fallbacks change one size each
+    for seed in range(5):
+        grown, alone, *rest = candidate_variants(task, "small", random.Random(seed), attempts=6)
+        (name, value), = alone.items()  # one size grows, by an odd amount, up to ~1.5x
+        assert small[name] < value <= 1.5 * small[name] + 1 and (value - small[name]) % 2 == 1
+        assert grown[name] == value and set(grown) - {name} <= {"kernel_size", "out_channels"}
+        assert grown["kernel_size"] in (2, 4)  # 3 moved by one: the structure varies too
+        shrunk = rest[0]
+        assert all(1 <= shrunk[n] < small[n] for n in ("batch_size", "height", "width"))
     slope = candidate_variants(load_builtin("leaky_relu")[0], "full", random.Random(0))[0]["negative_slope"]
     assert 0.015 <= slope <= 0.025
+
+
+def test_growth_stays_within_the_footprint_budget_and_axes_stay():
+    from kernelgym.tasks.small import SmallPlan, estimate
+    from kernelgym.tasks.variants import GROWTH_ELEMENTS, GROWTH_FLOPS
+
+    task = load_builtin("matmul_square")[0]
+    base = estimate(task.source, SmallPlan({}, 0, 0))
+    for seed in range(5):
+        grown = candidate_variants(task, "full", random.Random(seed))[0]
+        elements, flops = estimate(task.source, SmallPlan(grown, 0, 0))
+        assert grown["N"] > task.load_module("full").N
+        assert elements <= GROWTH_ELEMENTS * base[0] and flops <= GROWTH_FLOPS * base[1]
+    reduce = candidate_variants(load_builtin("sum_reduction_dim")[0], "small", random.Random(0), attempts=6)
+    assert not any("reduce_dim" in v for v in reduce)  # an axis is not a size
 
 
 def test_variants_depend_on_the_secret_seed():
