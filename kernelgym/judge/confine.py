@@ -31,6 +31,7 @@ import platform
 import stat
 import struct
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,9 +48,10 @@ class Confinement:
     layers: list[str] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)
     uid: int | None = None  # the candidate's uid after `uid`, else None
+    seconds: float = 0.0  # what confining took
 
     def as_reply(self) -> dict:
-        return {"layers": list(self.layers), "missing": dict(self.missing)}
+        return {"layers": list(self.layers), "missing": dict(self.missing), "seconds": round(self.seconds, 6)}
 
 
 def confine_candidate(code_path: str, device: str) -> tuple[str, Confinement]:
@@ -74,6 +76,7 @@ def confine(scratch: Path, gpu: bool = False, enabled: bool = True, why: str = "
     if not enabled:
         result.missing = {name: why or f"turned off ({CONFINE_VAR}=0 in the judge)" for name in _LAYERS}
         return result
+    started = time.perf_counter()
     scratch = scratch.resolve()
     _step(result, "no_new_privs", _no_new_privs)
     _step(result, "netns", _new_netns)
@@ -85,6 +88,7 @@ def confine(scratch: Path, gpu: bool = False, enabled: bool = True, why: str = "
         _step(result, "uid", lambda: _drop_uid(result, *plan))
     _step(result, "caps", _drop_caps)
     _step(result, "seccomp", _seccomp)
+    result.seconds = time.perf_counter() - started
     return result
 
 
