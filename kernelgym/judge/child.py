@@ -160,7 +160,7 @@ class _Session(RecordOps, ReplayOps):
         if self.role:
             return {"error": "load in a replay process", "kind": "crashed", "fault": "protocol_violation"}
         self.role = "answer"
-        engine = msg.pop("engine", "inprocess")
+        engine = self.engine = msg.pop("engine", "inprocess")
         self.device = msg.pop("device")
         self.code_path = msg.pop("code_path")
         self.num_inputs = msg.pop("num_inputs")
@@ -180,6 +180,8 @@ class _Session(RecordOps, ReplayOps):
         self.harness = _TRUSTED["harness_snapshot"]()
         self.hooks_baseline = _hooks_now()
         threads_before = threading.active_count()
+        if self.device != "cpu" and engine != "replay":
+            _warm_profiler()  # CUPTI does not start once confined; the replay engine profiles elsewhere
         # The OS confinement (own uid, no network, writes only in the scratch dir), where the machine allows it.
         self.code_path, confinement = confine_candidate(self.code_path, self.device)
         confined = {"confinement": confinement.as_reply()}
@@ -246,7 +248,7 @@ class _Session(RecordOps, ReplayOps):
         else:
             self.model = model
         _TRUSTED["take"]()
-        if self.device != "cpu" and not variant:
+        if self.device != "cpu" and not variant and self.engine != "replay":
             _warm_profiler()  # CUPTI start-up takes seconds: pay it here (once), not under the timing lock
         return {"ok": True} | self._integrity()
 

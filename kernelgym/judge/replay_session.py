@@ -177,6 +177,7 @@ class ReplayOps:
 def with_role(session: Any) -> None:
     """Initial role state of a session (neither answer nor replay yet)."""
     session.role = ""
+    session.engine = ""
     session.replayers = {}
 
 
