@@ -94,6 +94,9 @@ def bind_trusted() -> None:
                     hold_on_host=hold_on_host, output_type_problems=output_type_problems)
 
 
+_WARMED: set[str] = set()
+
+
 def _warm_up(device: str) -> None:
     """A warm-pool process pays its start-up before it is handed out: only trusted work here, and
     nothing that `op_load` snapshots (settings, harness) is taken yet, so it is taken after any
@@ -107,8 +110,9 @@ def _warm_up(device: str) -> None:
     from kernelgym.judge import errors, inputs, launch_hook  # noqa: F401
     from kernelgym.tasks import task  # noqa: F401
 
-    if device == "cpu":
+    if device == "cpu" or device in _WARMED:
         return
+    _WARMED.add(device)
     if ":" in device:
         torch.cuda.set_device(device)  # so kernels launched on the "current" device land on this one
     torch.cuda.init()
@@ -180,8 +184,10 @@ class _Session(RecordOps, ReplayOps):
         self.harness = _TRUSTED["harness_snapshot"]()
         self.hooks_baseline = _hooks_now()
         threads_before = threading.active_count()
-        if self.device != "cpu" and engine != "replay":
-            _warm_profiler()  # CUPTI does not start once confined; the replay engine profiles elsewhere
+        if self.device != "cpu":
+            # CUDA's context, Triton's driver and launcher, and CUPTI do not start once confined
+            # (cudaGetDeviceCount fails under the seccomp/landlock layers): start them while trusted.
+            _warm_up(self.device)
         # The OS confinement (own uid, no network, writes only in the scratch dir), where the machine allows it.
         self.code_path, confinement = confine_candidate(self.code_path, self.device)
         confined = {"confinement": confinement.as_reply()}
