@@ -44,6 +44,7 @@ _VALUE_ATTRIBUTES = {"shape", "numel", "element_ty", "primitive_bitwidth", "int_
                      "exponent_bias", "name", "type", "value", "values", "scalar", "dtype", "T", "int_signedness",
                      "itemsize", "block_shape", "strides", "base", "layout", "nbytes"}
 _NOT_VALUE_ATTRIBUTES = {"handle", "to_ir", "codegen_name", "mangle", "cache_key_part", "from_ir"}
+_TYPE_BUILTINS = {"int", "float", "bool", "str"}  # plain annotations (`axis: int`)
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 JIT_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment", "noinline")
 
@@ -274,6 +275,8 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
     for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
         if a.annotation is not None and not _annotation_ok(a.annotation, spec):
             problems.append(f"line {a.lineno}: annotation of {a.arg} must be a Triton type such as tl.constexpr")
+    if fdef.returns is not None and not _annotation_ok(fdef.returns, spec):  # evaluated when the def runs
+        problems.append(f"line {fdef.lineno}: the return annotation must be a Triton type such as tl.tensor")
     known = set(spec.modules) | set(spec.constants) | set(spec.helpers) | set(spec.imports)
     for node in ast.walk(fdef):
         if node is fdef:
@@ -324,7 +327,9 @@ def _annotation_ok(node: ast.AST, spec: KernelSpec) -> bool:
         path = _module_path(node, spec)
         return path is not None and _path_allowed(path)
     if isinstance(node, ast.Name):
-        return node.id in spec.imports
+        return node.id in spec.imports or node.id in _TYPE_BUILTINS
+    if isinstance(node, ast.Constant) and node.value is None:
+        return True
     return False
 
 

@@ -33,8 +33,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 REF_ERROR_FACTOR = 8.0
 FP32_SCALE_ATOL = 512 * 2.0**-24
-TF32_SCALE_ATOL = 16 * 2.0**-11
-TF32_RTOL = 2.0**-9
+TF32_SCALE_ATOL = 32 * 2.0**-11
+TF32_RTOL = 2.0**-7  # the Triton tutorial's TF32 matmul + SwiGLU missed 2^-9 on 21 of 8.4M values (H100)
 _CHUNK = 1 << 23  # elements per float64 temporary, as in `compare`
 # aten ops where the TF32 allowance applies (a tl.dot in the answer); by the op's base name.
 MATMUL_OPS = frozenset({

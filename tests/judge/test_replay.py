@@ -172,6 +172,7 @@ BAD_KERNELS = {
     "lambda": "def k(x):\n    f = lambda v: v\n",
     "default call": "def k(x, n=print('hi')):\n    pass\n",
     "annotation call": "def k(x: print('hi')):\n    pass\n",
+    "return annotation call": "def k(x) -> print('hi'):\n    pass\n",
     "import": "def k(x):\n    import os\n",
     "builtin": "def k(x):\n    open('/etc/passwd')\n",
     "getattr dunder": "def k(x):\n    getattr(x, '__class__')\n",
