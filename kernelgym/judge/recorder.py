@@ -43,13 +43,20 @@ class RecordError(Exception):
 
 
 def install() -> None:
-    """Wrap Triton's launch entry points (compiled and interpreted) once."""
+    """Wrap Triton's launch entry points (compiled and interpreted) once, and the launcher of a
+    kernel compiled ahead by `kernel.warmup(...)` (the fused-softmax tutorial's occupancy idiom)."""
+    from triton.compiler.compiler import CompiledKernel
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     for cls in (JITFunction, InterpretedFunction):
         if not getattr(cls.run, "_kernelgym_recorder", False):
             cls.run = _wrap(cls.run)
+    if not getattr(CompiledKernel.__getitem__, "_kernelgym_recorder", False):
+        CompiledKernel.__getitem__ = _wrap_compiled(CompiledKernel.__getitem__)
+
+
+_WARMED: dict[int, tuple[Any, Any, dict[str, Any]]] = {}  # id(compiled kernel) -> (it, its JIT function, options)
 
 
 def _wrap(original: Any) -> Any:
@@ -59,12 +66,37 @@ def _wrap(original: Any) -> Any:
             recorder.launch(self, args, grid, kwargs)
         _STATE["in_launch"] += 1  # Triton's own tensor work during a launch is not the answer's
         try:
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         finally:
             _STATE["in_launch"] -= 1
+        if warmup and result is not None:
+            names = set(inspect.signature(self.fn).parameters)
+            _WARMED[id(result)] = (result, self, {k: v for k, v in kwargs.items() if k not in names})
+        return result
 
     run._kernelgym_recorder = True
     return run
+
+
+def _wrap_compiled(original: Any) -> Any:
+    def getitem(self: Any, grid: Any) -> Any:
+        runner = original(self, grid)
+        warmed = _WARMED.get(id(self))
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            recorder = _STATE["recorder"]
+            if recorder is not None and not _STATE["in_launch"]:
+                if warmed is None:
+                    recorder.unreplayable.append("a compiled kernel launched without `kernel.warmup(...)` "
+                                                 "cannot be replayed")
+                else:  # the launcher takes every parameter positionally, constexprs included
+                    recorder.launch(warmed[1], args, grid, dict(warmed[2]))
+            return runner(*args, **kwargs)
+
+        return run
+
+    getitem._kernelgym_recorder = True
+    return getitem
 
 
 def state_storages(model: Any, module_globals: dict[str, Any]) -> dict[int, Any]:
