@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Judge v4 (record, then replay) on a GPU in one call; results in ${OUT:-judge_v4_out}/.
-# Usage: bash launch/judge_v4_check.sh [sanity] [bench] [redteam] [tests]   (default: sanity bench)
+# Usage: bash launch/judge_v4_check.sh [sanity] [bench] [redteam] [corpora] [tests]   (default: sanity bench)
 #   sanity   three built-in answers judged with --engine replay (full JSON results)
 #   bench    `kernelgym bench service` on the default 40-answer mix, --engine inprocess ("before")
 #            then --engine replay ("after"), same machine, same flags as docs/BENCHMARKS.md
 #   redteam  every exploit, honest, built-in and external answer with --engine replay (JSONL)
+#   corpora  every built-in, honest and external answer (launch/judge_v4_corpora.py), ENGINE=replay
 #   tests    the GPU-marked tests
 # Each stage is cut at STAGE_LIMIT_S (default 220 s).
 set -uo pipefail
@@ -42,8 +43,13 @@ if want redteam; then
     --jobs "${JOBS:-8}" --no-compile-baseline --json-out "$out/redteam_replay.jsonl" > "$out/redteam.log" 2>&1 || rc=1
   tail -n 40 "$out/redteam.log"
 fi
+if want corpora; then
+  timeout "${CORPORA_LIMIT_S:-480}" python launch/judge_v4_corpora.py "$out/corpora_${ENGINE:-replay}.jsonl" \
+    --engine "${ENGINE:-replay}" --jobs "${JOBS:-12}" --only "${ONLY:-}" > "$out/corpora.log" 2>&1 || rc=1
+  grep -v "^ok " "$out/corpora.log" | tail -n 60; echo "ok: $(grep -c '^ok ' "$out/corpora.log") of $(wc -l < "$out/corpora.log")"
+fi
 if want tests; then
-  timeout "$limit" python -m pytest -m gpu -q -x -p no:randomly tests/judge tests/gpu > "$out/tests.log" 2>&1 || rc=1
+  timeout "$limit" python -m pytest -m gpu -q -p no:randomly tests/judge tests/gpu > "$out/tests.log" 2>&1 || rc=1
   tail -n 30 "$out/tests.log"
 fi
 exit $rc
