@@ -62,7 +62,7 @@ def test_sanity_an_honest_spec_replays():
 # ---------------------------------------------------------------- code execution in the replay process
 @pytest.mark.xfail(strict=True, reason="kernel_source._module_allowed accepts any string starting with "
                    "'triton.language.' as a module name and module_text pastes it into `import ... as alias`: a "
-                   "newline in it is a statement run by load_kernels' exec (kernel_source.py:223 + :378)")
+                   "newline in it is a statement run by load_kernels' exec (kernel_source.py:233 + :387)")
 def test_module_name_with_a_newline_is_refused_before_any_code_runs():
     payload = f"triton.language.core\nimport builtins\nbuiltins.{MARK} = 1\n#"
     spec = _spec(modules={"tl": "triton.language", "zz": payload})
@@ -75,7 +75,7 @@ def test_module_name_with_a_newline_is_refused_before_any_code_runs():
 
 @pytest.mark.xfail(strict=True, reason="kernel_problems checks getattr(x, 'name') only for a literal public name, "
                    "never the path it reaches: getattr(getattr(tl, 'core'), 'builtins') is the builtins module "
-                   "(kernel_source.py:304-307); Triton's code generator then calls exec at compile time on a GPU, "
+                   "(kernel_source.py:299-302); Triton's code generator then calls exec at compile time on a GPU, "
                    "the interpreter at run time on the CPU")
 def test_getattr_chain_to_builtins_is_a_problem():
     src = KERNEL.replace("    offs =", f"    getattr(getattr(getattr(tl, \"core\"), \"builtins\"), \"exec\")"
@@ -99,7 +99,7 @@ def test_getattr_chain_runs_exec_in_the_replay_today():
 @pytest.mark.xfail(strict=True, reason="_path_allowed returns True as soon as the walk leaves a module, so any "
                    "public attribute of triton.language's namespaces passes, including foreign callables "
                    "imported there: tl.core.warn (warnings), tl.extra.module_from_spec (importlib), "
-                   "tl.random.jit / tl.standard.constexpr_function (kernel_source.py:359-361)")
+                   "tl.random.jit / tl.standard.constexpr_function (kernel_source.py:375)")
 @pytest.mark.parametrize("expr", ["tl.extra.module_from_spec", "tl.core.warn", "tl.random.jit",
                                   "tl.core.dataclass", "tl.core.JITCallable"])
 def test_foreign_callables_under_triton_language_are_refused(expr):
