@@ -189,6 +189,37 @@ def _annotation_names(fdef: ast.FunctionDef) -> set[str]:
 
 
 # ---------------------------------------------------------------- checks (trusted side)
+def answer_sources(code: str) -> dict[str, list[str]]:
+    """Every function the answer's text defines, by name: its source from the `def` line on,
+    dedented, decorators dropped. The replay compiles these, never the source the answer's process
+    reported: what runs is exactly what the capability scan read (a decorator or `inspect` trick
+    in the answer's process changes nothing here)."""
+    lines = code.splitlines(keepends=True)
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.FunctionDef) and node.end_lineno is not None:
+            src = textwrap.dedent("".join(lines[node.lineno - 1:node.end_lineno]))
+            out.setdefault(node.name, [])
+            if src not in out[node.name]:
+                out[node.name].append(src)
+    return out
+
+
+def use_answer_sources(specs: dict[str, KernelSpec], code: str) -> list[str]:
+    """Replace each spec's reported source with the answer text's; problems when a kernel is not
+    (or more than once differently) defined there."""
+    sources = answer_sources(code)
+    problems = []
+    for spec in specs.values():
+        found = sources.get(spec.name, [])
+        if len(found) != 1:
+            problems.append(f"kernel {spec.name} is defined {'more than once' if found else 'nowhere'} in the "
+                            "answer's text; give each @triton.jit function one definition of its own name")
+        else:
+            spec.src = found[0]
+    return problems
+
+
 def kernel_problems(specs: dict[str, KernelSpec]) -> list[str]:
     """Why these kernel specs cannot be compiled without running answer Python (empty: they can)."""
     problems: list[str] = []
@@ -197,9 +228,9 @@ def kernel_problems(specs: dict[str, KernelSpec]) -> list[str]:
         if not _IDENT.match(spec.name) or keyword.iskeyword(spec.name):
             problems.append(f"kernel name {spec.name!r} is not an identifier")
             continue
-        for key in spec.jit_options:
-            if key not in JIT_OPTIONS:
-                problems.append(f"kernel {spec.name}: unknown @triton.jit option {key!r}")
+        for key, value in spec.jit_options.items():
+            if key not in JIT_OPTIONS or not _jit_option_ok(value):
+                problems.append(f"kernel {spec.name}: @triton.jit option {key!r} is not plain data")
         for alias, module in spec.modules.items():
             if not _IDENT.match(alias) or not _module_allowed(module):
                 problems.append(f"kernel {spec.name}: uses module {module} as {alias}; kernels may use only Triton "
@@ -222,6 +253,13 @@ def kernel_problems(specs: dict[str, KernelSpec]) -> list[str]:
     return problems
 
 
+def _jit_option_ok(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, list) and len(value) < 256 and all(
+        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and _IDENT.match(v)) for v in value)
+
+
 def _import_ok(name: str, target: Any) -> bool:
     if not isinstance(target, str) or target.count(":") != 1 or not _IDENT.match(name):
         return False
@@ -230,8 +268,19 @@ def _import_ok(name: str, target: Any) -> bool:
         and not attr.startswith("_") and _path_allowed([module, attr])
 
 
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
 def _module_allowed(name: str) -> bool:
-    return name in ALLOWED_MODULES or name.startswith(ALLOWED_MODULE_PREFIXES)
+    if not isinstance(name, str) or not _DOTTED.match(name) or not (
+            name in ALLOWED_MODULES or name.startswith(ALLOWED_MODULE_PREFIXES)):
+        return False
+    import importlib
+
+    try:
+        return importlib.import_module(name).__name__ == name
+    except ImportError:
+        return False
 
 
 def _constant_ok(value: Any) -> bool:
@@ -266,6 +315,9 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
     if fdef.decorator_list:
         return ["decorators belong to the launch, not the kernel source"]
     problems: list[str] = []
+    if any(re.match(r"\s*(def|class|@)\b", line) for line in spec.src.splitlines()[1:]):
+        # Triton's interpreter finds a kernel's `def` by its own line scan: one `def` line per source
+        problems.append("a line inside the kernel that begins like a definition or decorator")
     args = fdef.args
     if args.vararg or args.kwarg:
         problems.append("*args/**kwargs parameters")
@@ -278,6 +330,9 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
     if fdef.returns is not None and not _annotation_ok(fdef.returns, spec):  # evaluated when the def runs
         problems.append(f"line {fdef.lineno}: the return annotation must be a Triton type such as tl.tensor")
     known = set(spec.modules) | set(spec.constants) | set(spec.helpers) | set(spec.imports)
+    for name in sorted(free_names(spec.src) - known - ALLOWED_BUILTINS - _TYPE_BUILTINS):
+        problems.append(f"{name} is not defined for the kernel (not a parameter, local, captured global or "
+                        "Triton builtin)")
     for node in ast.walk(fdef):
         if node is fdef:
             continue
@@ -298,8 +353,15 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
                 problems.append(f"line {node.lineno}: {node.id} is not available in a kernel")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
             if len(node.args) < 2 or not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
-                                          and not node.args[1].value.startswith("_")):
+                                          and _IDENT.match(node.args[1].value) and not node.args[1].value.startswith("_")):
                 problems.append(f"line {node.lineno}: {node.func.id} needs a literal public attribute name")
+            else:  # judged exactly like the attribute it names
+                as_attr = ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load())
+                path = _module_path(as_attr, spec)
+                if path is not None and not _path_allowed(path):
+                    problems.append(f"line {node.lineno}: {'.'.join(path)} is not Triton language")
+                elif path is None and node.args[1].value not in _value_attributes():
+                    problems.append(f"line {node.lineno}: .{node.args[1].value} is not an attribute of a Triton value")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("__"):
             problems.append(f"line {node.lineno}: dunder string")
     return problems
@@ -337,9 +399,16 @@ def _module_path(node: ast.Attribute, spec: KernelSpec) -> list[str] | None:
     """`tl.math.exp` -> ["triton.language", "math", "exp"] when the chain starts at a module alias."""
     parts: list[str] = []
     cur: ast.AST = node
-    while isinstance(cur, ast.Attribute):
-        parts.append(cur.attr)
-        cur = cur.value
+    while True:
+        if isinstance(cur, ast.Attribute):
+            parts.append(cur.attr)
+            cur = cur.value
+        elif (isinstance(cur, ast.Call) and isinstance(cur.func, ast.Name) and cur.func.id == "getattr"
+              and len(cur.args) >= 2 and isinstance(cur.args[1], ast.Constant) and isinstance(cur.args[1].value, str)):
+            parts.append(cur.args[1].value)
+            cur = cur.args[0]
+        else:
+            break
     if isinstance(cur, ast.Name) and cur.id in spec.modules:
         return [spec.modules[cur.id], *reversed(parts)]
     return None
@@ -365,15 +434,29 @@ def _path_allowed(path: list[str]) -> bool:
     for part in path[1:]:
         if part.startswith("_"):
             return False
-        if inspect.ismodule(obj):
-            if not _module_allowed(obj.__name__):
-                return False
-            if not hasattr(obj, part):
-                return True  # Triton reports the missing name at compile time
-            obj = getattr(obj, part)
-        else:
-            return True  # an attribute of a Triton object (a dtype's fields): no module reached
-    return not inspect.ismodule(obj) or _module_allowed(obj.__name__)
+        if not inspect.ismodule(obj):
+            return part in _value_attributes() and _language_object(obj)  # `tl.float32.primitive_bitwidth`
+        if not _module_allowed(obj.__name__):
+            return False
+        if not hasattr(obj, part):
+            return True  # Triton reports the missing name at compile time
+        obj = getattr(obj, part)
+    return _module_allowed(obj.__name__) if inspect.ismodule(obj) else _language_object(obj)
+
+
+def _language_object(obj: Any) -> bool:
+    """A value a kernel may reach through a module: defined in Triton's language (functions, classes,
+    dtypes, constexprs), `triton.cdiv`-like helpers, a `math` function, or a plain number."""
+    from triton.language import core
+
+    if isinstance(obj, (bool, int, float, str, core.dtype, core.constexpr)) or obj is None:
+        return True
+    inner = getattr(obj, "fn", None)  # a JIT/interpreted function of Triton's own (`tl.max`)
+    module = getattr(inner if inspect.isfunction(inner) else obj, "__module__", None)
+    if not isinstance(module, str):
+        module = getattr(type(obj), "__module__", "")
+    return module.startswith("triton.language") or module == "math" or (
+        module in ("triton.runtime.jit", "triton") and getattr(obj, "__name__", "") in ("cdiv", "next_power_of_2"))
 
 
 # ---------------------------------------------------------------- rebuild (trusted side)

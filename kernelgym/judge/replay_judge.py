@@ -68,10 +68,10 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
                     recorded = _record(answer, rng, result, variant=False)
             with CandidateProcess.start(replay_dir, result.device, *limits) as replayer:
                 with clock("replay_load"):
-                    _load_replay(replayer, reference, recorded, result, allow_torch, "main")
+                    _load_replay(replayer, reference, recorded, result, allow_torch, "main", code)
                 result.compiled = True
                 with clock("correctness"):
-                    _trials(answer, replayer, plan, first, rng, config, result, allow_torch, clock)
+                    _trials(answer, replayer, plan, first, rng, config, result, allow_torch, clock, code)
                 answer.close()  # nothing of the answer's process is needed any more
                 if result.device == "cpu":
                     result.timing_note = "not measured: timing and profiling need a GPU (this run used the CPU interpreter)"
@@ -119,9 +119,25 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, va
 
 
 def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dict[str, Any], result: EvalResult,
-                 allow_torch: bool, slot: str) -> None:
+                 allow_torch: bool, slot: str, code: str) -> None:
     from kernelgym.judge.judge import _inputs_source
+    from kernelgym.judge.kernel_source import KernelSpec, use_answer_sources
+    from kernelgym.judge.trace import Trace, TraceError
 
+    try:
+        specs = {}
+        for d in recorded.get("kernels", []):
+            spec = KernelSpec.from_wire(d)
+            specs[spec.name] = spec
+        parsed = Trace.from_wire(recorded.get("trace"))
+    except (TraceError, ValueError, TypeError, KeyError) as e:
+        _set(result, Status.INVALID_ANSWER, f"the recorded launches cannot be replayed: {e}")
+        raise _Stop from None
+    problems = use_answer_sources(specs, code)  # the replay compiles the answer's text, not the child's report
+    if problems:
+        _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {problems[0]}", error="\n".join(problems))
+        raise _Stop
+    _output_verdicts(parsed, result, allow_torch)
     trace = recorded["trace"]
     compute = [str(c) for c in trace.get("torch_compute", [])]
     if compute and not allow_torch:
@@ -135,13 +151,61 @@ def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dic
         _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
         raise _Stop
     reply = replayer.request({"op": "replay_load", "slot": slot, "device": result.device, "trace": trace,
-                              "kernels": recorded["kernels"], "state": recorded["state"],
+                              "kernels": [spec.to_wire() for spec in specs.values()], "state": recorded["state"],
                               "allow_torch_compute": allow_torch, **_inputs_source(reference)})
     _check_error(reply, result, "")
 
 
+def _output_verdicts(trace: Any, result: EvalResult, allow_torch: bool) -> None:
+    """What the record proves about the outputs: one that is a view of an input or of the model's
+    state was made by no call at all (RH-10); one whose buffer a torch operator wrote last, after
+    every kernel that was handed it, was made by torch, e.g. `x.t().contiguous()` beside a token
+    kernel (outside the contract)."""
+    last_writer: dict[int, str] = {}
+    for e in trace.entries:
+        if "launch" in e:
+            for buf in _buffers(e["args"]):
+                last_writer[buf] = "kernel"
+        else:
+            for buf in _buffers(e["outs"]) | (_buffers(e["args"]) if e["aten"].split(".")[1].endswith("_") else set()):
+                last_writer[buf] = e["aten"]
+    torch_written = []
+    for ref in _buffers_refs(trace.outputs):
+        kind = trace.buffers[ref["buf"]]["kind"]
+        if kind in ("input", "state"):
+            result.cheats.append(CheatVerdict("RH-10", f"an output is a view of {'an input' if kind == 'input' else 'the model state'}, "
+                                              "not memory the call wrote", "runtime"))
+        elif not allow_torch and last_writer.get(ref["buf"], "kernel") != "kernel":
+            torch_written.append(last_writer[ref["buf"]])
+    if result.cheats:
+        _set(result, Status.CHEAT, f"rejected by threat rule RH-10: {result.cheats[0].reason}")
+        raise _Stop
+    if torch_written:
+        # A fact, not proof of a cheat (a final layout copy can be honest): outside the contract.
+        _set(result, Status.INVALID_ANSWER, f"outside the answer contract: an output was last written by torch "
+             f"({torch_written[0]}), not by your kernels; write every output in a kernel")
+        raise _Stop
+
+
+def _buffers_refs(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, list):
+        return [r for v in value for r in _buffers_refs(v)]
+    if isinstance(value, dict):
+        (key, val), = value.items()
+        if key == "t":
+            return [val]
+        if key == "tuple":
+            return _buffers_refs(val)
+    return []
+
+
+def _buffers(value: Any) -> set[int]:
+    return {r["buf"] for r in _buffers_refs(value)}
+
+
 def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPlan, first: Trial | None,
-            rng: random.Random, config: JudgeConfig, result: EvalResult, allow_torch: bool, clock: Any) -> None:
+            rng: random.Random, config: JudgeConfig, result: EvalResult, allow_torch: bool, clock: Any,
+            code: str) -> None:
     from kernelgym.judge.judge import build_message
 
     t = first
@@ -151,7 +215,7 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             reply = answer.request(build_message(t.variant, variant=True))
             _check_error(reply, result, f"trial {t.index} (variant): ")
             recorded = _record(answer, rng, result, variant=True)
-            _load_replay(replayer, t.variant, recorded, result, allow_torch, "variant")
+            _load_replay(replayer, t.variant, recorded, result, allow_torch, "variant", code)
             slot = "variant"
         reply = replayer.request({"op": "replay_trial", "slot": slot, "seed": t.seed, "distribution": t.distribution,
                                   "probe_seed": t.probe_seed})
@@ -165,7 +229,8 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             raise _Stop
         outputs = reply.get("outputs", [])
         actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
-        cmp = compare_outputs(t.expected, actual, config, scaled=base_distribution(t.distribution) == "wide")
+        cmp = compare_outputs(t.expected, actual, config, scaled=base_distribution(t.distribution) == "wide",
+                              layout=reply.get("layout"))
         result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error, cmp.max_rel_error,
                                          cmp.mismatched, cmp.total, cmp.message))
         t.expected = None
@@ -211,6 +276,14 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
         total = sum(k.device_us for k in table)
         own = sum(k.device_us for k in table if k.own)
         result.profile = Profile(kernels=table[:20], total_device_us=total, triton_share=own / total if total else 0.0)
+        if not allow_torch and total and result.profile.triton_share <= config.min_triton_share:
+            # Measured per replayed entry, no names involved: the answer's kernels did the lesser part.
+            result.correct = False
+            result.cheats.append(CheatVerdict("RH-03", f"{1 - result.profile.triton_share:.0%} of the replayed device "
+                                              "time is torch's copies and fills, not the answer's kernels", "runtime"))
+            _set(result, Status.CHEAT, f"rejected by threat rule RH-03: {result.cheats[-1].reason}")
+            replayer.close()
+            return
     replayer.close()
     with clock("reference_timing"):
         ref = reference.times([t.inputs for t in sets], config)
