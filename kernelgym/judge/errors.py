@@ -42,12 +42,13 @@ def _is_triton_compile_error(e: BaseException) -> bool:
 def trim_traceback(e: BaseException, code_path: str) -> str:
     """The candidate's own frames plus the exception line, capped in length."""
     frames = traceback.extract_tb(e.__traceback__)
-    own = [f for f in frames if f.filename == code_path]
+    own = [f for f in frames if code_path and f.filename == code_path]
     lines = []
     for f in own[-6:]:
         lines.append(f'  File "answer.py", line {f.lineno}, in {f.name}\n    {(f.line or "").strip()}')
     head = "Traceback (answer frames only):\n" + "\n".join(lines) + "\n" if lines else ""
-    message = "".join(traceback.format_exception_only(type(e), e)).replace(code_path, "answer.py").strip()
+    message = "".join(traceback.format_exception_only(type(e), e))
+    message = (message.replace(code_path, "answer.py") if code_path else message).strip()
     return trim_text(head + message)
 
 

@@ -104,6 +104,17 @@ class Replayer:
         packet = op.overloadpacket.__name__
         if packet in ("empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"):
             return  # its buffer is already allocated and poisoned
+        if packet in _FILLS:  # written into its recorded buffer: the sizes in its arguments are not trusted
+            ref = e["outs"][0] if e["outs"] else None
+            if ref is None:
+                raise ReplayError(f"{packet} without a recorded output")
+            value = _FILLS[packet] if _FILLS[packet] is not None else _fill_value(packet, args, kwargs)
+            self._view(ref["t"]).fill_(value)
+            return
+        if packet == "arange":
+            ref = e["outs"][0] if e["outs"] else None
+            if ref is None or _arange_numel(args) != _numel(ref["t"]["size"]):
+                raise ReplayError("arange whose length differs from its recorded output")
         result = op(*args, **kwargs)
         if _mutates(op):
             return  # it wrote into views of our buffers
@@ -156,6 +167,36 @@ class Replayer:
         dtype = getattr(torch, r["dtype"])
         return torch.empty(0, dtype=dtype, device=base.device).set_(base.untyped_storage(), r["offset"], r["size"],
                                                                      r["stride"])
+
+
+_FILLS = {"zeros": 0, "zeros_like": 0, "new_zeros": 0, "ones": 1, "ones_like": 1, "new_ones": 1,
+          "full": None, "full_like": None, "new_full": None, "scalar_tensor": None}
+
+
+def _fill_value(packet: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """The fill value of full(size, v) / full_like(t, v) / new_full(t, size, v) / scalar_tensor(v)."""
+    position = {"full": 1, "full_like": 1, "new_full": 2, "scalar_tensor": 0}[packet]
+    value = args[position] if len(args) > position else kwargs.get("fill_value", kwargs.get("s"))
+    if not isinstance(value, (bool, int, float)):
+        raise ReplayError(f"{packet} with a fill value that is not a number")
+    return value
+
+
+def _arange_numel(args: list[Any]) -> int:
+    import math
+
+    nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
+    start, end, step = (0, nums[0], 1) if len(nums) == 1 else (nums[0], nums[1], nums[2] if len(nums) > 2 else 1)
+    if step == 0:
+        raise ReplayError("arange with step 0")
+    return max(0, math.ceil((end - start) / step))
+
+
+def _numel(size: list[int]) -> int:
+    n = 1
+    for d in size:
+        n *= d
+    return n
 
 
 def _bytes(storage: Any, device: Any) -> torch.Tensor:

@@ -35,6 +35,10 @@ from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
 
 
+SCRATCH_FACTOR = 16  # scratch a replayed call may allocate, times its inputs' and state's bytes ...
+SCRATCH_SLACK_BYTES = 2 << 30  # ... plus this (attention's score matrix fits; a terabyte does not)
+
+
 class _Stop(Exception):
     """The verdict is decided; `result` says it."""
 
@@ -133,6 +137,10 @@ def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dic
     except (TraceError, ValueError, TypeError, KeyError) as e:
         _set(result, Status.INVALID_ANSWER, f"the recorded launches cannot be replayed: {e}")
         raise _Stop from None
+    too_much = scratch_problem(parsed)
+    if too_much:
+        _set(result, Status.OOM, too_much)
+        raise _Stop
     problems = use_answer_sources(specs, code)  # the replay compiles the answer's text, not the child's report
     if problems:
         _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {problems[0]}", error="\n".join(problems))
@@ -154,6 +162,18 @@ def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dic
                               "kernels": [spec.to_wire() for spec in specs.values()], "state": recorded["state"],
                               "allow_torch_compute": allow_torch, **_inputs_source(reference)})
     _check_error(reply, result, "")
+    layers = [f"replay:{x}" for x in (reply.get("confinement") or {}).get("layers", [])]
+    result.confinement += [x for x in layers if x not in result.confinement]
+
+
+def scratch_problem(trace: Any) -> str | None:
+    """A bound on the scratch one replayed call allocates, so that one answer's replay cannot take the
+    memory of the evaluations beside it."""
+    known = sum(b["nbytes"] for b in trace.buffers if b["kind"] != "scratch")
+    if trace.scratch_bytes() > SCRATCH_FACTOR * known + SCRATCH_SLACK_BYTES:
+        return (f"the call allocated {trace.scratch_bytes() / 2**30:.1f} GiB of scratch, more than "
+                f"{SCRATCH_FACTOR}x its inputs and state plus {SCRATCH_SLACK_BYTES >> 30} GiB")
+    return None
 
 
 def _output_verdicts(trace: Any, result: EvalResult, allow_torch: bool) -> None:

@@ -73,6 +73,8 @@ class ReplayOps:
         self.device = msg.pop("device")
         if self.device.startswith("cuda:"):
             torch.cuda.set_device(self.device)
+        if not self.replayers:
+            self.confinement = _confine_replay(self.device)
         slot = msg.pop("slot", "main")
         try:
             gen = _input_source(msg, self.device)
@@ -88,7 +90,7 @@ class ReplayOps:
         except BaseException as e:  # noqa: BLE001 - a kernel module that fails to import, say
             return self._error(e, phase="replay_load")
         self.replayers[slot] = (replayer, gen)
-        return {"ok": True}
+        return {"ok": True, "confinement": self.confinement}
 
     def op_replay_trial(self, msg: dict) -> dict:
         """Replay on the trial's inputs (drawn here from its seed); outputs and mutated inputs back."""
@@ -174,11 +176,28 @@ class ReplayOps:
         return {"rows": rows}
 
 
+def _confine_replay(device: str) -> dict:
+    """The replay process compiles (or, on the CPU, interprets) kernel sources an answer wrote: it is
+    confined like the answer's process, after its trusted start-up (CUDA, Triton's driver)."""
+    import os
+    from pathlib import Path
+
+    from kernelgym.judge.child import _warm_up
+    from kernelgym.judge.confine import CONFINE_VAR, confine
+
+    switch = os.environ.get(CONFINE_VAR)
+    if device != "cpu":
+        _warm_up(device)
+    return confine(Path.cwd(), gpu=device != "cpu", enabled=switch == "1",
+                   why=f"not a sandboxed candidate ({CONFINE_VAR} unset)" if switch is None else "").as_reply()
+
+
 def with_role(session: Any) -> None:
     """Initial role state of a session (neither answer nor replay yet)."""
     session.role = ""
     session.engine = ""
     session.replayers = {}
+    session.confinement = {}
 
 
 __all__ = ["RecordOps", "ReplayOps", "with_role", "Any"]

@@ -88,8 +88,9 @@ class Trace:
         if not isinstance(e["launch"], str) or not isinstance(e.get("args"), list):
             raise TraceError(f"entry {i}: malformed launch")
         grid = e.get("grid")
-        if not (isinstance(grid, list) and len(grid) == 3 and all(_int(g, 0) for g in grid)):
-            raise TraceError(f"entry {i}: grid must be three non-negative ints")
+        if not (isinstance(grid, list) and len(grid) == 3 and all(_int(g, 0) for g in grid)
+                and grid[0] < (1 << 31) and grid[1] <= 65535 and grid[2] <= 65535):
+            raise TraceError(f"entry {i}: grid must be three non-negative ints within a GPU's limits")
         opts = e.get("options", {})
         if not isinstance(opts, dict) or any(k not in LAUNCH_OPTIONS or not (v is None or isinstance(v, (int, bool)))
                                              for k, v in opts.items()):
@@ -149,6 +150,9 @@ class Trace:
         lo = offset + sum((n - 1) * s for n, s in zip(size, stride) if s < 0)
         if lo < 0 or (hi + 1) * itemsize > self.buffers[buf]["nbytes"]:
             raise TraceError(f"{where}: a tensor view outside its buffer")
+
+    def scratch_bytes(self) -> int:
+        return sum(b["nbytes"] for b in self.buffers if b["kind"] == "scratch")
 
     def kernels(self) -> list[str]:
         return sorted({e["launch"] for e in self.entries if "launch" in e})
