@@ -287,6 +287,33 @@ class Recorder(TorchDispatchMode):
         return [k.to_wire() for k in self.kernels.values()]
 
 
+def first_difference(a: Trace, b: Trace) -> str:
+    """Where two recordings of calls with same-shaped inputs differ ("" when they launch the same work:
+    kernels, grids, constants, options, operators, views). A hint from the child; the parent decides."""
+    if len(a.entries) != len(b.entries):
+        return f"{len(a.entries)} entries, then {len(b.entries)}"
+    for i, (x, y) in enumerate(zip(a.entries, b.entries)):
+        if _shape(x, a) != _shape(y, b):
+            return f"entry {i}: {x.get('launch') or x.get('aten')} differs"
+    if _shape(a.outputs, a) != _shape(b.outputs, b):
+        return "the outputs differ"
+    return ""
+
+
+def _shape(v: Any, trace: Trace) -> Any:
+    """A value with each tensor view replaced by its buffer's kind (and input/state index) and layout."""
+    if isinstance(v, list):
+        return [_shape(x, trace) for x in v]
+    if isinstance(v, dict):
+        if set(v) == {"t"}:
+            r = v["t"]
+            b = trace.buffers[r["buf"]]
+            return (b["kind"], b["index"] if b["kind"] != "scratch" else b["nbytes"], r["offset"], tuple(r["size"]),
+                    tuple(r["stride"]), r["dtype"])
+        return {k: _shape(x, trace) for k, x in v.items()}
+    return v
+
+
 def _raise(message: str) -> Any:
     raise RecordError(message)
 

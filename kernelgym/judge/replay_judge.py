@@ -111,6 +111,11 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, va
     trace = reply.get("trace") or {}
     result.kernels_launched = sorted({e["launch"] for e in trace.get("entries", []) if isinstance(e, dict)
                                       and isinstance(e.get("launch"), str)} | set(result.kernels_launched))
+    if reply.get("calls_differ"):
+        _set(result, Status.INVALID_ANSWER, "outside the answer contract: two calls with inputs of the same shapes "
+             f"launched different work ({str(reply['calls_differ'])[:200]}); launches may depend on shapes only, "
+             "never on a call count, a cache or input values")
+        raise _Stop
     problems = [str(p) for p in trace.get("unreplayable", [])]
     if problems:
         _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {problems[0]}", error="\n".join(problems))

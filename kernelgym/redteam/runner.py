@@ -81,6 +81,11 @@ class RedteamReport:
 
 
 def _matches(expected: tuple[Expectation, ...], result: EvalResult) -> bool:
+    """Under judge v4 (replay) an exploit is caught by any rejection: its verdict rests on the replay,
+    and the `expect` headers name what the in-process engine said. Under the in-process engine the
+    verdict must be one the header expects."""
+    if result.engine == "replay":
+        return result.status not in (Status.OK, Status.SYSTEM_ERROR)
     return result.status is not Status.OK and any(e.matches(result) for e in expected)
 
 
