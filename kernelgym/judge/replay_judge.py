@@ -101,6 +101,8 @@ def _check_error(reply: dict[str, Any], result: EvalResult, where: str) -> None:
         lines = [ln for ln in text.strip().splitlines() if ln.strip()]
         _set(result, Status(reply.get("kind", "runtime_error")), f"{where}{lines[-1].strip() if lines else text}",
              error=text, fault=reply.get("fault", ""))
+        if result.status is Status.COMPILE_ERROR:
+            result.compiled = False  # a Triton compile error, even at the first replayed launch, is not compiled
         raise _Stop
 
 
