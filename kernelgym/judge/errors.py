@@ -25,7 +25,7 @@ def classify_exception(e: BaseException, phase: str) -> tuple[str, str]:
         return "crashed", "cuda_device_assert"
     if "CUDA error" in text or "cudaError" in text:
         return "crashed", "cuda_error"
-    if _is_triton_compile_error(e) or type(e).__name__ == "GpuFrontEndError":
+    if _is_triton_compile_error(e):
         return "compile_error", ""
     if phase in ("import", "init"):
         return "compile_error", ""
