@@ -11,6 +11,9 @@ Each exploit is an answer file under `tests/redteam/exploits/` whose first lines
     # device: any                        any (default); cuda for exploits only a GPU can show; cpu for
     #                                    ones that only bite at the CPU run's small, odd shapes
     # gap: why the judge cannot catch it yet   (optional: a documented, open hole)
+    # replay: neutral: why                 (optional) under judge v4 the attack only changes what the
+    #                                      answer's Python does on calls the replay never runs: an `ok`
+    #                                      then judges the honest kernels, at their honest speed
 
 A verdict is `STATUS [RH-NN]`; alternatives are separated by `|`. `expect_dynamic` proves the
 defence in depth: with the AST rules off, the run-time checks alone must still reject the answer.
@@ -43,7 +46,7 @@ from pathlib import Path
 from kernelgym.judge.result import EvalResult, Status
 
 _FIELD = re.compile(r"^#\s*(\w+):\s*(.*?)\s*$")
-_KEYS = {"threat", "task", "variant", "expect", "expect_dynamic", "device", "gap"}
+_KEYS = {"threat", "task", "variant", "expect", "expect_dynamic", "device", "gap", "replay"}
 ANY_TASK = "*"
 # The task-agnostic exploits' sample in CI (bounded time): one per kind of task (elementwise,
 # reduction, layer with weights, matmul, several inputs, integer output).
@@ -95,6 +98,7 @@ class Exploit:
     expect_dynamic: tuple[Expectation, ...] = ()
     device: str = "any"
     gap: str = ""
+    replay: str = ""  # "neutral: why": under judge v4 the attack changes nothing the replay runs
     text: str = field(default="", repr=False)
     instance: str = ""  # for a task-agnostic exploit expanded over tasks: the task it is bound to
 
@@ -151,7 +155,7 @@ def parse_exploit(path: Path) -> Exploit:
     return Exploit(path=path, threat=meta["threat"], task=meta["task"], variant=meta["variant"],
                    expect=Expectation.parse_many(meta["expect"], path.name),
                    expect_dynamic=Expectation.parse_many(dynamic, path.name) if dynamic else (),
-                   device=device, gap=meta.get("gap", ""), text=text)
+                   device=device, gap=meta.get("gap", ""), replay=meta.get("replay", ""), text=text)
 
 
 def load_corpus(directory: Path | None = None) -> list[Exploit]:

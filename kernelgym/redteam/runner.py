@@ -25,13 +25,18 @@ class ExploitOutcome:
 
     @property
     def caught(self) -> bool:
-        return _matches(self.exploit.expect, self.result)
+        return _matches(self.exploit.expect, self.result) or self.neutralized(self.result)
+
+    def neutralized(self, result: EvalResult | None) -> bool:
+        """Judged ok under replay, where the header says the attack cannot reach what is replayed."""
+        return (result is not None and result.engine == "replay" and result.status is Status.OK
+                and self.exploit.replay.startswith("neutral"))
 
     @property
     def dynamic_caught(self) -> bool | None:
         if self.dynamic_result is None:
             return None
-        return _matches(self.exploit.expect_dynamic, self.dynamic_result)
+        return _matches(self.exploit.expect_dynamic, self.dynamic_result) or self.neutralized(self.dynamic_result)
 
     @property
     def passed(self) -> bool:

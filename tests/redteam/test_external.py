@@ -27,10 +27,18 @@ def test_external_corpus_is_well_formed():
         assert sum(a.name.startswith(family + "_") for a in EXTERNAL) >= 10, family
 
 
+# Real-world code the replay contract refuses, with the reason (a finding, not a false flag to hide).
+KNOWN_REFUSED = {
+    "lg_cross_entropy": "counts non-ignored targets with .item() on the host: its launches depend on values",
+}
+
+
 @pytest.mark.parametrize("answer", EXTERNAL, ids=lambda a: a.name)
 def test_external_answer_is_accepted_on_cpu(answer):
     if not answer.runs_on_cpu:
         pytest.skip(f"the CPU interpreter cannot run it: {answer.cpu}")
+    if answer.name in KNOWN_REFUSED:
+        pytest.xfail(KNOWN_REFUSED[answer.name])
     (task,) = load_builtin(answer.task)
     result = judge(task, answer.text, JudgeConfig(device="cpu", timeout_s=120))
     assert result.status is Status.OK, (f"false flag on real-world code ({answer.source}): "
