@@ -145,7 +145,8 @@ class _Session(RecordOps, ReplayOps):
         self.harness: dict[str, tuple[int, int]] = {}
         self.hooks_baseline: tuple = ()
         self.get_task_inputs = None
-        with_role(self)
+        with_role(self, input_source=_input_source, ship_outputs=ship_outputs, hold_on_host=hold_on_host,
+                  warm_up=_warm_up)
         self.get_variant_inputs = None
 
     # -- load: build the input source, import the candidate -------------------------------------

@@ -24,6 +24,7 @@ from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.extract import AnswerError, decode_answer, extract_code
 from kernelgym.judge.inputs import base_distribution, digest, fresh_seed
+from kernelgym.judge.messages import build_message, load_message
 from kernelgym.judge.protocol import PROFILE_KERNELS_DONE
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Status, TrialResult
@@ -49,7 +50,7 @@ from kernelgym.judge.spot import expected_spots, spot_count
 from kernelgym.judge.timing import GpuHold, gpu_lock
 from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
 from kernelgym.judge.versions import software_versions
-from kernelgym.tasks.task import Task, inputs_only_source
+from kernelgym.tasks.task import Task
 
 
 class _PhaseClock:
@@ -196,28 +197,6 @@ def _evaluate(scratch: Path, code: str, report: Any, reference: Reference, rng: 
         result.cheats.append(CheatVerdict("RH-27", f"the answer left {child.leftovers} process(es) running outside "
                                           "its process group (killed)", "runtime"))
         _finish(result, Status.CHEAT, f"rejected by threat rule RH-27: {result.cheats[-1].reason}")
-
-
-def load_message(reference: Reference, code_path: Path, device: str) -> dict[str, Any]:
-    """The `load` request: the answer's path and the task's inputs-only source. Nothing of the
-    reference model (its source, helpers, docstrings) and no seed: the init seed comes with
-    `build`, after the answer's import-time code has run."""
-    return {"op": "load", "code_path": str(code_path), "device": device, "num_inputs": reference.num_inputs(),
-            **_inputs_source(reference)}
-
-
-def build_message(reference: Reference, variant: bool = False) -> dict[str, Any]:
-    msg = {"op": "build", "init_inputs": reference.init_inputs, "init_seed": reference.init_seed}
-    if variant:
-        msg |= {"variant": True, **_inputs_source(reference)}
-    return msg
-
-
-def _inputs_source(reference: Reference) -> dict[str, Any]:
-    source = inputs_only_source(reference.task.source)
-    bound = Task(task_id="inputs", source=source).load_module("full").__dict__
-    constants = {k: v for k, v in reference.overrides.items() if k in bound}  # only what get_inputs reads
-    return {"inputs_source": source, "task_size": reference.size, "constants": constants}
 
 
 def _run(child: CandidateProcess, code_path: Path, report: Any, reference: Reference, rng: random.Random,

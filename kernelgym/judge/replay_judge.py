@@ -28,6 +28,7 @@ from kernelgym.judge.compare import compare_outputs
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.inputs import base_distribution
+from kernelgym.judge.messages import build_message, inputs_source, load_message
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Profile, KernelTime, RuntimeStats, Status, TrialResult
 from kernelgym.judge.runtime_checks import PROFILE_REPS, check_timed_outputs
@@ -46,8 +47,6 @@ class _Stop(Exception):
 def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random, config: JudgeConfig,
              result: EvalResult, clock: Any, allow_torch: bool) -> None:
     """Run steps 1-3 for one answer, filling `result` (never raises for a bad answer)."""
-    from kernelgym.judge.judge import build_message, load_message
-
     result.engine = "replay"
     code_path = scratch / f"answer_{secrets.token_hex(6)}.py"
     code_path.write_text(code, encoding="utf-8")
@@ -131,7 +130,6 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, va
 
 def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dict[str, Any], result: EvalResult,
                  allow_torch: bool, slot: str, code: str) -> None:
-    from kernelgym.judge.judge import _inputs_source
     from kernelgym.judge.kernel_source import KernelSpec, use_answer_sources
     from kernelgym.judge.trace import Trace, TraceError
 
@@ -148,11 +146,6 @@ def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dic
     if too_much:
         _set(result, Status.OOM, too_much)
         raise _Stop
-    problems = use_answer_sources(specs, code)  # the replay compiles the answer's text, not the child's report
-    if problems:
-        _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {problems[0]}", error="\n".join(problems))
-        raise _Stop
-    _output_verdicts(parsed, result, allow_torch)
     trace = recorded["trace"]
     compute = [str(c) for c in trace.get("torch_compute", [])]
     if compute and not allow_torch:
@@ -161,13 +154,18 @@ def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dic
             "runtime"))
         _set(result, Status.CHEAT, f"rejected by threat rule RH-01: {result.cheats[-1].reason}")
         raise _Stop
+    problems = use_answer_sources(specs, code)  # the replay compiles the answer's text, not the child's report
+    if problems:
+        _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {problems[0]}", error="\n".join(problems))
+        raise _Stop
+    _output_verdicts(parsed, result, allow_torch)
     if not any("launch" in e for e in trace.get("entries", []) if isinstance(e, dict)):
         result.cheats.append(CheatVerdict("RH-02", "forward launched none of the answer's Triton kernels", "runtime"))
         _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
         raise _Stop
     reply = replayer.request({"op": "replay_load", "slot": slot, "device": result.device, "trace": trace,
                               "kernels": [spec.to_wire() for spec in specs.values()], "state": recorded["state"],
-                              "allow_torch_compute": allow_torch, **_inputs_source(reference)})
+                              "allow_torch_compute": allow_torch, **inputs_source(reference)})
     _check_error(reply, result, "")
     layers = [f"replay:{x}" for x in (reply.get("confinement") or {}).get("layers", [])]
     result.confinement += [x for x in layers if x not in result.confinement]
@@ -233,8 +231,6 @@ def _buffers(value: Any) -> set[int]:
 def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPlan, first: Trial | None,
             rng: random.Random, config: JudgeConfig, result: EvalResult, allow_torch: bool, clock: Any,
             code: str) -> None:
-    from kernelgym.judge.judge import build_message
-
     t = first
     while t is not None:
         slot = "main"

@@ -65,7 +65,6 @@ class ReplayOps:
 
     def op_replay_load(self, msg: dict) -> dict:
         """Rebuild the kernels and the trace of `slot` ("main" or "variant"), with its input generator."""
-        from kernelgym.judge.child import _input_source
         from kernelgym.judge.kernel_source import KernelSpec
         from kernelgym.judge.replay import Replayer, ReplayError
         from kernelgym.judge.trace import Trace, TraceError
@@ -79,10 +78,10 @@ class ReplayOps:
         if self.device.startswith("cuda:"):
             torch.cuda.set_device(self.device)
         if not self.replayers:
-            self.confinement = _confine_replay(self.device)
+            self.confinement = _confine_replay(self.device, self.helpers["warm_up"])
         slot = msg.pop("slot", "main")
         try:
-            gen = _input_source(msg, self.device)
+            gen = self.helpers["input_source"](msg, self.device)
             trace = Trace.from_wire(msg.pop("trace"))
             specs = {}
             for d in msg.pop("kernels"):
@@ -101,7 +100,6 @@ class ReplayOps:
         """Replay on the trial's inputs (drawn here from its seed); outputs and mutated inputs back."""
         import torch
 
-        from kernelgym.judge.child import ship_outputs
         from kernelgym.judge.inputs import digest, swap_probe
 
         refused = self._replay_ready()
@@ -123,7 +121,7 @@ class ReplayOps:
             return self._error(e, phase="replay")
         mutated = [i for i, (a, b) in enumerate(zip(inputs, pristine))
                    if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
-        return {"inputs_digest": inputs_digest, "mutated_inputs": mutated} | ship_outputs(out)
+        return {"inputs_digest": inputs_digest, "mutated_inputs": mutated} | self.helpers["ship_outputs"](out)
 
     def op_replay_timing_inputs(self, msg: dict) -> dict:
         import torch
@@ -139,7 +137,6 @@ class ReplayOps:
         return {"inputs_digests": [digest(s) for s in generated]}
 
     def op_replay_time(self, msg: dict) -> dict:
-        from kernelgym.judge.child import hold_on_host
         from kernelgym.judge.spot import SpotReservoir
         from kernelgym.judge.timing import time_calls
 
@@ -151,7 +148,7 @@ class ReplayOps:
         try:
             times, wall, self.timed_outputs = time_calls(
                 replayer.run, self.timing_sets, msg["warmup"], msg["reps"], msg["flush_bytes"],
-                msg.get("budget_s", 0.0), hold=hold_on_host,
+                msg.get("budget_s", 0.0), hold=self.helpers["hold_on_host"],
                 spots=SpotReservoir(int(msg.get("spot_seed", 0)), int(msg.get("spot_size", 0))),
                 kept=self.spot_outputs, before_call=replayer.prepare)
         except BaseException as e:  # noqa: BLE001
@@ -181,24 +178,26 @@ class ReplayOps:
         return {"rows": rows}
 
 
-def _confine_replay(device: str) -> dict:
+def _confine_replay(device: str, warm_up: Any) -> dict:
     """The replay process compiles (or, on the CPU, interprets) kernel sources an answer wrote: it is
     confined like the answer's process, after its trusted start-up (CUDA, Triton's driver)."""
     import os
     from pathlib import Path
 
-    from kernelgym.judge.child import _warm_up
     from kernelgym.judge.confine import CONFINE_VAR, confine
 
     switch = os.environ.get(CONFINE_VAR)
     if device != "cpu":
-        _warm_up(device)
+        warm_up(device)
     return confine(Path.cwd(), gpu=device != "cpu", enabled=switch == "1",
                    why=f"not a sandboxed candidate ({CONFINE_VAR} unset)" if switch is None else "").as_reply()
 
 
-def with_role(session: Any) -> None:
-    """Initial role state of a session (neither answer nor replay yet)."""
+def with_role(session: Any, **helpers: Any) -> None:
+    """Initial role state of a session (neither answer nor replay yet), and the child's functions the
+    replay requests use (`input_source`, `ship_outputs`, `hold_on_host`, `warm_up`): handed in, so that
+    this module does not import the child that imports it."""
+    session.helpers = helpers
     session.role = ""
     session.engine = ""
     session.replayers = {}

@@ -133,7 +133,7 @@ type("Swap", (TorchFunctionMode,), {})().__enter__()
 
 def test_a_mode_entered_at_import_is_a_cheat_verdict():
     answer = builtin_answer_path("relu").read_text() + MODE_AT_IMPORT
-    r = judge(load_builtin("relu")[0], answer, JudgeConfig(device="cpu", seed=0, static_checks=False))
+    r = judge(load_builtin("relu")[0], answer, JudgeConfig(engine="inprocess", device="cpu", seed=0, static_checks=False))
     assert r.status is Status.CHEAT and {c.rule for c in r.cheats} == {"RH-20"}, r.message
     assert "torch function/dispatch mode is active" in r.message
 
@@ -141,6 +141,6 @@ def test_a_mode_entered_at_import_is_a_cheat_verdict():
 def test_a_tensor_for_a_constexpr_is_refused_as_on_a_gpu():
     answer = builtin_answer_path("relu").read_text().replace(
         "relu_kernel[grid](x, out, n, BLOCK_SIZE=1024)", "relu_kernel[grid](x, out, n, BLOCK_SIZE=torch.tensor(1024))")
-    r = judge(load_builtin("relu")[0], answer, JudgeConfig(device="cpu", seed=0, static_checks=False))
+    r = judge(load_builtin("relu")[0], answer, JudgeConfig(engine="inprocess", device="cpu", seed=0, static_checks=False))
     assert r.status is not Status.OK and not r.correct
     assert "tl.constexpr but got a torch.Tensor" in r.error and "on a GPU" in r.error, r.error

@@ -26,7 +26,7 @@ from kernelgym.tasks import load_builtin
 from tests.answers import relu_answer
 
 judge_mod = importlib.import_module("kernelgym.judge.judge")
-CPU = JudgeConfig(device="cpu", timeout_s=60, seed=11)
+CPU = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, seed=11)
 EXPLOITS = Path(__file__).resolve().parents[1] / "redteam" / "exploits"
 
 
@@ -53,7 +53,7 @@ def gpu_like_integrity(monkeypatch):
 def test_device_side_replay_cache_is_rh11_at_its_first_failing_trial(relu):
     """State in device buffers only (static rules see no cache): trial 1 replays trial 0's output."""
     exploit = parse_exploit(EXPLOITS / "rh11_relu_device_flag_replay.py")
-    for config in (CPU, JudgeConfig(device="cpu", timeout_s=60, seed=11, stop_at_first_failure=False)):
+    for config in (CPU, JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, seed=11, stop_at_first_failure=False)):
         r = judge(relu, exploit.text, config)
         assert r.status is Status.CHEAT, r.message
         assert {c.rule for c in r.cheats} == {"RH-11"}
@@ -70,7 +70,7 @@ SHAPE_CACHE = relu_answer(
 
 def test_python_shape_cache_is_caught_without_provenance(relu, gpu_like_integrity):
     """The GPU case: the integrity trial may come after the first failure, and the probe never runs."""
-    r = judge(relu, SHAPE_CACHE, JudgeConfig(device="cpu", timeout_s=60, seed=11, static_checks=False))
+    r = judge(relu, SHAPE_CACHE, JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, seed=11, static_checks=False))
     assert r.status is Status.CHEAT and "RH-11" in {c.rule for c in r.cheats}, r.message
     assert len(r.trials) == 2
 
@@ -83,7 +83,7 @@ CONSTANT_ZERO = relu_answer().replace("tl.maximum(tl.load(x_ptr + offs, mask=m),
 def test_an_answer_wrong_the_same_way_in_every_trial_is_no_replay(relu, stop):
     """Identical failing outputs (a kernel that writes zeros) are a bug, not a cache: only an
     earlier *passing* output counts."""
-    r = judge(relu, CONSTANT_ZERO, JudgeConfig(device="cpu", timeout_s=60, seed=11, stop_at_first_failure=stop))
+    r = judge(relu, CONSTANT_ZERO, JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, seed=11, stop_at_first_failure=stop))
     assert r.status is Status.WRONG_OUTPUT and not r.cheats, r.message
     assert len(r.trials) == (1 if stop else 7)
 
@@ -92,7 +92,7 @@ def test_honest_answer_still_ok_and_failing_honest_answer_still_wrong_output(rel
     assert judge(relu, relu_answer(), CPU).status is Status.OK
     wrong = relu_answer().replace("tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0)",
                                   "tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0) * 1.001")
-    r = judge(relu, wrong, JudgeConfig(device="cpu", timeout_s=60, seed=11, stop_at_first_failure=False))
+    r = judge(relu, wrong, JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, seed=11, stop_at_first_failure=False))
     assert r.status is Status.WRONG_OUTPUT and not r.cheats
 
 
@@ -162,7 +162,7 @@ def _time_and_profile(monkeypatch, relu, profiles: list[list[dict]], spot_output
     child = _ScriptedGpuChild(digests, profiles, spot_output)
     child.timed_calls = timed_calls
     judge_mod._time_and_profile(child, 7, SimpleNamespace(kernels=["relu_kernel"]), reference, random.Random(0),
-                                JudgeConfig(device="cpu"), result, judge_mod._PhaseClock())
+                                JudgeConfig(engine="inprocess", device="cpu"), result, judge_mod._PhaseClock())
     return result, child.asked
 
 
@@ -249,7 +249,7 @@ def test_secret_spot_checks_catch_an_answer_that_skimps_on_unchecked_calls(monke
 def test_missing_spot_outputs_are_rh21_and_non_finite_references_are_not_checked():
     from kernelgym.judge.runtime_checks import check_spot_outputs, output_bytes
 
-    config = JudgeConfig(device="cpu")
+    config = JudgeConfig(engine="inprocess", device="cpu")
     a = expected_spots(1, 6, config.timing_warmup, 47)
     import torch
 

@@ -252,7 +252,7 @@ def test_compiled_kernels_on_a_gpu(path, task, expect):
 
     (t,) = load_builtin(task)
     code = (Path(__file__).parents[1] / "redteam" / path).read_text()
-    result = judge(t, code, JudgeConfig(device="cuda", static_checks=False, profile=False))
+    result = judge(t, code, JudgeConfig(engine="inprocess", device="cuda", static_checks=False, profile=False))
     assert result.status.value == expect, (result.status.value, result.message)
     if expect == "invalid_answer":
         assert "ForgedPointerError" in result.message

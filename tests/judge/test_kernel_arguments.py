@@ -172,7 +172,7 @@ def test_a_benchmarker_is_paused_but_what_it_times_is_not(audit):
 def test_judged_end_to_end_on_cpu_with_the_static_rules_off(answer, expect):
     code = (REDTEAM / answer).read_text()
     task = next(line.split(":", 1)[1].strip() for line in code.splitlines() if line.startswith("# task:"))
-    result = judge(load_builtin(task)[0], code, JudgeConfig(device="cpu", static_checks=False, timeout_s=120))
+    result = judge(load_builtin(task)[0], code, JudgeConfig(engine="inprocess", device="cpu", static_checks=False, timeout_s=120))
     assert result.status.value == expect, result.message
     if expect == "cheat":
         assert any(c.rule == "RH-01" and c.stage == "runtime" for c in result.cheats), result.message

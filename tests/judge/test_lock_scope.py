@@ -24,7 +24,7 @@ from kernelgym.judge.sandbox import CandidateProcess
 from kernelgym.tasks import Task, load_builtin
 from tests.answers import relu_answer
 
-CPU = JudgeConfig(device="cpu", timeout_s=60)
+CPU = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60)
 judge_mod = importlib.import_module("kernelgym.judge.judge")  # the package re-exports the function under this name
 
 
@@ -210,7 +210,7 @@ def test_exclusive_hold_ends_when_the_profiled_kernels_are_done(relu_task, lock,
     child = ScriptedChild(lock, notice)
     result = EvalResult(status=Status.OK, task_id="relu", device="cuda")
     judge_mod._time_and_profile(child, 7, SimpleNamespace(kernels=["relu_kernel"]), reference, random.Random(0),
-                                JudgeConfig(device="cpu"), result, judge_mod._PhaseClock())
+                                JudgeConfig(engine="inprocess", device="cpu"), result, judge_mod._PhaseClock())
     by_step = {}
     for step, hold, exclusive in child.log:
         by_step.setdefault(step, []).append((hold, exclusive))

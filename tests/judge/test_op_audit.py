@@ -19,7 +19,7 @@ def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
 
 class ModelNew''')
 
-DYNAMIC_ONLY = JudgeConfig(device="cpu", static_checks=False, timeout_s=120)
+DYNAMIC_ONLY = JudgeConfig(engine="inprocess", device="cpu", static_checks=False, timeout_s=120)
 
 
 def test_torch_arithmetic_before_a_token_copy_kernel_is_rh01_at_run_time():
@@ -35,7 +35,7 @@ def test_views_allocation_and_launches_are_not_torch_compute():
 
 
 def test_partial_replacement_lets_torch_compute():
-    config = JudgeConfig(device="cpu", static_checks=False, timeout_s=120, allow_torch_ops=True)
+    config = JudgeConfig(engine="inprocess", device="cpu", static_checks=False, timeout_s=120, allow_torch_ops=True)
     result = judge(load_builtin("relu")[0], TOKEN_COPY, config)
     assert not any(c.rule == "RH-01" for c in result.cheats), result.message
 

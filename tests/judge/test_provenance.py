@@ -12,7 +12,7 @@ from kernelgym.tasks.loaders import builtin_answer_path, load_builtin
 
 # Static rules off: these answers exercise the run-time mechanism alone (the static contract
 # rejects several of them already, which would hide what the run-time check does).
-DYNAMIC = JudgeConfig(device="cpu", seed=0, static_checks=False)
+DYNAMIC = JudgeConfig(engine="inprocess", device="cpu", seed=0, static_checks=False)
 
 
 def _storages(*tensors):
@@ -73,7 +73,7 @@ def test_an_answer_reusing_output_buffers_is_not_a_decoy():
     assert old in answer
     answer = answer.replace(old, "out = _ring_empty((M, 1), a.device, a.dtype)") + RING
     for seed in (0, 1):
-        r = judge(load_builtin("matvec")[0], answer, JudgeConfig(device="cpu", seed=seed, static_checks=False))
+        r = judge(load_builtin("matvec")[0], answer, JudgeConfig(engine="inprocess", device="cpu", seed=seed, static_checks=False))
         assert r.status is Status.OK, f"{r.status.value}: {r.message}"
 
 

@@ -6,8 +6,8 @@ from kernelgym.judge import JudgeConfig, Status, judge
 from kernelgym.tasks import Task, TaskError, load_builtin
 from tests.answers import HEADER, RELU_KERNEL, relu_answer
 
-CPU = JudgeConfig(device="cpu", timeout_s=60)
-UNCHECKED = JudgeConfig(device="cpu", timeout_s=60, static_checks=False)  # to reach the dynamic defences
+CPU = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60)
+UNCHECKED = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, static_checks=False)  # to reach the dynamic defences
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_tensor_subclass_output_is_cheat(relu):
 
 
 def test_timeout_kills_within_limit(relu):
-    cfg = JudgeConfig(device="cpu", timeout_s=6, static_checks=False)
+    cfg = JudgeConfig(engine="inprocess", device="cpu", timeout_s=6, static_checks=False)
     r = judge(relu, relu_answer("while True:\n    pass"), cfg)
     assert r.status is Status.TIMEOUT and r.fault == "wall_clock"  # killed: the loop never ends by itself
 
@@ -123,13 +123,13 @@ def test_os_exit_at_import_is_crash(relu):
 
 
 def test_stdout_flood_is_crash(relu):
-    cfg = JudgeConfig(device="cpu", timeout_s=60, static_checks=False, max_log_bytes=200_000)
+    cfg = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, static_checks=False, max_log_bytes=200_000)
     r = judge(relu, relu_answer("while True:\n    print('x' * 10000)"), cfg)
     assert r.status is Status.CRASHED and r.fault == "output_flood"
 
 
 def test_host_oom(relu):
-    cfg = JudgeConfig(device="cpu", timeout_s=60, static_checks=False, cpu_memory_gb=6)
+    cfg = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, static_checks=False, cpu_memory_gb=6)
     r = judge(relu, relu_answer("big = torch.empty(4 * 10**9)"), cfg)
     assert r.status is Status.OOM
 
@@ -214,14 +214,14 @@ relu_kernel[(triton.cdiv(x.numel(), 1024),)](x.contiguous(), out, x.numel(), BLO
 self.memo[key] = out
 return out
 """)
-    r = judge(relu, answer, JudgeConfig(device="cpu", static_checks=False))
+    r = judge(relu, answer, JudgeConfig(engine="inprocess", device="cpu", static_checks=False))
     # the host reads (float(x[0])) are torch ops the run-time audit names too (RH-01)
     assert r.status is Status.CHEAT and "RH-11" in {c.rule for c in r.cheats}, r.message
 
 
 def test_changing_global_torch_settings_is_flagged(relu):
     answer = relu_answer(extra="torch.set_num_threads(torch.get_num_threads() + 1)\ntorch.backends.cuda.matmul.allow_tf32 = True")
-    r = judge(relu, answer, JudgeConfig(device="cpu", static_checks=False))
+    r = judge(relu, answer, JudgeConfig(engine="inprocess", device="cpu", static_checks=False))
     assert r.status is Status.CHEAT
     assert {c.rule for c in r.cheats} == {"RH-14", "RH-24"}, r.cheats
 
@@ -260,9 +260,9 @@ def test_partial_replacement_is_a_task_or_config_policy():
     assert r.status is Status.CHEAT and "RH-01" in {c.rule for c in r.cheats}
     assert judge(lenient, PARTIAL_ANSWER, CPU).status is Status.OK
     # the config overrides the task either way
-    allow = JudgeConfig(device="cpu", timeout_s=60, allow_torch_ops=True)
+    allow = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, allow_torch_ops=True)
     assert judge(strict, PARTIAL_ANSWER, allow).status is Status.OK
-    forbid = JudgeConfig(device="cpu", timeout_s=60, allow_torch_ops=False)
+    forbid = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, allow_torch_ops=False)
     assert judge(lenient, PARTIAL_ANSWER, forbid).status is Status.CHEAT
 
 

@@ -13,8 +13,8 @@ from kernelgym.tasks import Task, load_builtin
 from tests.answers import relu_answer
 
 # One master seed for both: the same secret trials, so the two runs' trial 0 is the same trial.
-CPU = JudgeConfig(device="cpu", timeout_s=60, seed=7)
-EVERY_TRIAL = JudgeConfig(device="cpu", timeout_s=60, seed=7, stop_at_first_failure=False)
+CPU = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, seed=7)
+EVERY_TRIAL = JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, seed=7, stop_at_first_failure=False)
 WRONG = relu_answer().replace("tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0)",
                               "tl.load(x_ptr + offs, mask=m) * 1.001")
 # relu is the identity on [0, 1): this copy passes trial 0 (the task's own torch.rand inputs) and
@@ -81,7 +81,7 @@ def test_passing_answer_runs_every_trial(relu, draws):
 
 def test_a_crash_in_trial_0_draws_no_later_trial(relu, draws):
     crash = relu_answer(forward_body="import os\nos.abort()")
-    r = judge(relu, crash, JudgeConfig(device="cpu", timeout_s=60, static_checks=False))
+    r = judge(relu, crash, JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, static_checks=False))
     assert r.status is Status.CRASHED
     assert len(draws) == 1
 
@@ -89,14 +89,14 @@ def test_a_crash_in_trial_0_draws_no_later_trial(relu, draws):
 def test_a_cheat_found_before_the_failure_still_decides_the_verdict(relu):
     """Input mutation (RH-10) is seen in trial 0, whose output is also wrong: still a cheat."""
     mutate = relu_answer(forward_body="x.mul_(2.0)")
-    r = judge(relu, mutate, JudgeConfig(device="cpu", timeout_s=60, static_checks=False))
+    r = judge(relu, mutate, JudgeConfig(engine="inprocess", device="cpu", timeout_s=60, static_checks=False))
     assert r.status is Status.CHEAT and "RH-10" in {c.rule for c in r.cheats}
     assert len(r.trials) == 1
 
 
 def test_plan_draws_lazily_in_the_judges_order(relu):
     reference = Reference(relu, "small", "cpu", init_seed=1)
-    config = JudgeConfig(device="cpu", num_trials=3)
+    config = JudgeConfig(engine="inprocess", device="cpu", num_trials=3)
     plan = TrialPlan(reference, random.Random(0), config, "cpu")
     assert plan.drawn == []
     first = plan.next()
@@ -117,7 +117,7 @@ def test_plan_draws_lazily_in_the_judges_order(relu):
 
 def test_gpu_plan_marks_one_secret_trial_for_integrity(relu):
     reference = Reference(relu, "small", "cpu", init_seed=1)
-    plan = TrialPlan(reference, random.Random(3), JudgeConfig(device="cpu", num_trials=5), "cuda")
+    plan = TrialPlan(reference, random.Random(3), JudgeConfig(engine="inprocess", device="cpu", num_trials=5), "cuda")
     while plan.next() is not None:
         pass
     marked = [t.index for t in plan.drawn if t.integrity]
@@ -141,7 +141,7 @@ def test_an_answer_bounded_by_the_published_size_fails_the_grown_variant(relu):
 def test_variant_grows_a_size_and_varies_init_arguments():
     conv = load_builtin("conv2d")[0]
     reference = Reference(conv, "small", "cpu", init_seed=1)
-    plan = TrialPlan(reference, random.Random(2), JudgeConfig(device="cpu", num_trials=1), "cpu")
+    plan = TrialPlan(reference, random.Random(2), JudgeConfig(engine="inprocess", device="cpu", num_trials=1), "cpu")
     while (t := plan.next()) is not None:
         last = t
     variant = last.variant
@@ -154,6 +154,6 @@ def test_trials_carry_the_derived_precision_bound():
     from kernelgym.judge.precision import derived_bound
 
     reference = Reference(load_builtin("l2_normalize")[0], "small", "cpu", init_seed=1)
-    plan = TrialPlan(reference, random.Random(0), JudgeConfig(device="cpu", num_trials=2), "cpu")
+    plan = TrialPlan(reference, random.Random(0), JudgeConfig(engine="inprocess", device="cpu", num_trials=2), "cpu")
     first, second, probe = plan.next(), plan.next(), plan.next()
     assert all(derived_bound(t.expected) is not None for t in (first, second, probe))

@@ -38,7 +38,7 @@ def get_init_inputs():
 
 
 def test_tiny_output_is_degenerate_for_zeros_and_flagged_by_the_metr_statistic():
-    audit = audit_task(_task("x * 1e-9"), CPU)
+    audit = audit_task(_task("x * 1e-12"), CPU)
     assert audit.degenerate
     assert {"zeros", "constant", "row_mean", "stale", "reseed"} <= set(audit.degenerate_controls)
     assert audit.stats["task"].near_zero == 1.0
@@ -129,7 +129,7 @@ def test_audit_is_reproducible_and_serialisable():
 
 def test_broken_task_is_reported_not_raised_and_the_table_renders():
     broken = _task("x.no_such_method()", task_id="broken")
-    audits = audit_tasks([broken, _task("x * 1e-9", task_id="tiny")], CPU, progress=False)
+    audits = audit_tasks([broken, _task("x * 1e-12", task_id="tiny")], CPU, progress=False)
     assert audits[0].verdict == "error" and "Model.forward failed" in audits[0].error
     assert audits[1].verdict == "degenerate"
     console = Console(width=200, record=True)

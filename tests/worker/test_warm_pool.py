@@ -15,7 +15,7 @@ from kernelgym.worker.warm_pool import WarmPool
 from tests.answers import relu_answer
 
 EXPLOITS = Path(__file__).parents[1] / "redteam" / "exploits"
-BASE = {"device": "cpu", "timeout_s": 60, "num_trials": 1, "seed": 1234}
+BASE = {"engine": "inprocess", "device": "cpu", "timeout_s": 60, "num_trials": 1, "seed": 1234}
 ANSWERS = {
     "ok": (relu_answer(), {}),
     "crash": (relu_answer("import ctypes\nctypes.string_at(0)"), {"static_checks": False}),
