@@ -64,7 +64,7 @@ import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x):
-        return x * 1e-12
+        return x * 0
 
 def get_inputs():
     return [torch.randn(16, 16)]

@@ -120,8 +120,11 @@ def test_actors_keep_warm_pools_that_serve_the_candidates(backend):
     assert all(o.ok and o.result["status"] == "ok" for o in got.values())
     assert backend.wait_warm(120)
     after = [w["pool"] for w in backend.stats()["workers"]]
-    assert sum(p["handed_out"] for p in after) == sum(p["handed_out"] for p in before) + 2
-    assert sum(p["misses"] for p in after) == sum(p["misses"] for p in before)  # both came from the pools
+    # Judge v4 takes two processes per evaluation (the answer's and the replay's): four in all, at
+    # least one per evaluation from the pools (a pool of one refills while the first is busy).
+    handed = sum(p["handed_out"] for p in after) - sum(p["handed_out"] for p in before)
+    missed = sum(p["misses"] for p in after) - sum(p["misses"] for p in before)
+    assert handed + missed == 4 and handed >= 2
 
 
 def test_actor_killed_mid_job_gives_one_retryable_outcome_and_is_replaced(backend):

@@ -8,7 +8,8 @@ from kernelgym.judge.config import JudgeConfig
 from kernelgym.tasks import Task, load_builtin
 from kernelgym.tasks.audit import audit_table, audit_task, audit_tasks
 
-CPU = JudgeConfig(device="cpu")
+# The audit's own distributions (the judge's precision draws, offset and huge, are not what it audits).
+CPU = JudgeConfig(device="cpu", distributions=("task", "signed", "wide"))
 
 
 def _task(forward: str, inputs: str = "torch.randn(batch_size, dim)", init: str = "",
@@ -38,7 +39,7 @@ def get_init_inputs():
 
 
 def test_tiny_output_is_degenerate_for_zeros_and_flagged_by_the_metr_statistic():
-    audit = audit_task(_task("x * 1e-12"), CPU)
+    audit = audit_task(_task("x * 0"), CPU)
     assert audit.degenerate
     assert {"zeros", "constant", "row_mean", "stale", "reseed"} <= set(audit.degenerate_controls)
     assert audit.stats["task"].near_zero == 1.0
@@ -129,7 +130,7 @@ def test_audit_is_reproducible_and_serialisable():
 
 def test_broken_task_is_reported_not_raised_and_the_table_renders():
     broken = _task("x.no_such_method()", task_id="broken")
-    audits = audit_tasks([broken, _task("x * 1e-12", task_id="tiny")], CPU, progress=False)
+    audits = audit_tasks([broken, _task("x * 0", task_id="tiny")], CPU, progress=False)
     assert audits[0].verdict == "error" and "Model.forward failed" in audits[0].error
     assert audits[1].verdict == "degenerate"
     console = Console(width=200, record=True)
