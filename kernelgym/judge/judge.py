@@ -86,7 +86,7 @@ def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) ->
     device = config.resolved_device()
     size = config.resolved_size(device)
     result = EvalResult(status=Status.OK, task_id=task.task_id, device=device, size=size,
-                        versions=software_versions(), gpu_name=_gpu_name(device))
+                        versions=software_versions(), gpu_name=_gpu_name(device), engine=config.engine)
     with clock("parse"):
         parsed = (_parse_capabilities if config.engine == "replay" else _parse)(task, answer, config, result)
     if parsed is not None:

@@ -36,7 +36,7 @@ ALLOWED_BUILTINS = {"range", "len", "min", "max", "float", "int", "bool", "isins
                     "abs", "list", "zip", "enumerate", "True", "False", "None", "getattr", "hasattr"}
 _DISALLOWED_NODES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
                      ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Try, ast.With, ast.AsyncWith, ast.Yield,
-                     ast.YieldFrom, ast.Await, ast.Delete, ast.NamedExpr)
+                     ast.YieldFrom, ast.Await, ast.Delete, ast.NamedExpr, ast.Break, ast.Continue)
 # Attributes of values inside a kernel (tensors, dtypes, constexprs, tuples) besides Triton's public
 # methods: `x.dtype.element_ty`, `BLOCK.value`. Not `.handle` (the interpreter's numpy array, whose
 # methods reach the file system) nor anything private.
