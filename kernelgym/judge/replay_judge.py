@@ -56,6 +56,7 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
     mem = int(config.cpu_memory_gb * (1 << 30)) if result.device == "cpu" else 0
     limits = (deadline, config.max_log_bytes, config.max_message_bytes, mem)
     plan = TrialPlan(reference, rng, config, result.device)
+    answer = None
     try:
         with CandidateProcess.start(scratch, result.device, *limits) as answer:
             with clock("compile"):
@@ -86,6 +87,11 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
         pass
     finally:
         shutil.rmtree(replay_dir, ignore_errors=True)
+    if answer is not None and answer.leftovers:  # counted when its process group was killed
+        result.correct = False
+        result.cheats.append(CheatVerdict("RH-27", f"the answer left {answer.leftovers} process(es) running outside "
+                                          "its process group (killed)", "runtime"))
+        _set(result, Status.CHEAT, f"rejected by threat rule RH-27: {result.cheats[-1].reason}")
 
 
 def _set(result: EvalResult, status: Status, message: str, error: str = "", fault: str = "") -> None:
