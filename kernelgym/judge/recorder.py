@@ -229,6 +229,11 @@ class Recorder(TorchDispatchMode):
             g = tuple(int(x) for x in (g if isinstance(g, (tuple, list)) else (g,)))
             if not 1 <= len(g) <= 3:
                 raise RecordError(f"kernel {name}: a grid of {len(g)} dimensions")
+            for p in params:  # what a GPU launch takes: no lists, no tensor under a constexpr
+                v = values[p]
+                if isinstance(v, list) or (_constexpr(sig.parameters[p]) and _has_tensor(v)):
+                    raise RecordError(f"kernel {name} argument {p}: a GPU launch takes tensors, numbers, bools, None, "
+                                      "strings, dtypes and tuples of these, with no tensor in a tl.constexpr")
             options = {k: v for k, v in kwargs.items() if k not in params}
             unknown = sorted(k for k in options if k not in LAUNCH_OPTIONS and k != "debug")
             if unknown:
@@ -312,6 +317,18 @@ def _shape(v: Any, trace: Trace) -> Any:
                     tuple(r["stride"]), r["dtype"])
         return {k: _shape(x, trace) for k, x in v.items()}
     return v
+
+
+def _constexpr(param: inspect.Parameter) -> bool:
+    return "constexpr" in str(param.annotation)
+
+
+def _has_tensor(v: Any) -> bool:
+    if isinstance(v, torch.Tensor):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_tensor(x) for x in v)
+    return _has_tensor(v.value) if hasattr(v, "value") and not isinstance(v, (int, float, str)) else False
 
 
 def _raise(message: str) -> Any:
