@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelgym.judge.kernel_source import CaptureError, KernelSpec, capture, encode_constant
+from kernelgym.judge.kernel_source import CaptureError, KernelSpec, capture
 from kernelgym.judge.trace import LAUNCH_OPTIONS, Trace
 
 _STATE: dict[str, Any] = {"recorder": None, "in_launch": 0}
@@ -335,4 +335,4 @@ def _raise(message: str) -> Any:
     raise RecordError(message)
 
 
-__all__ = ["Recorder", "RecordError", "install", "state_storages", "encode_constant"]
+__all__ = ["Recorder", "RecordError", "first_difference", "install", "state_storages"]

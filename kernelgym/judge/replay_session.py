@@ -137,20 +137,16 @@ class ReplayOps:
         return {"inputs_digests": [digest(s) for s in generated]}
 
     def op_replay_time(self, msg: dict) -> dict:
-        from kernelgym.judge.spot import SpotReservoir
         from kernelgym.judge.timing import time_calls
 
         refused = self._replay_ready()
         if refused:
             return refused
         replayer, _ = self.replayers["main"]
-        self.spot_outputs = {}
         try:
             times, wall, self.timed_outputs = time_calls(
                 replayer.run, self.timing_sets, msg["warmup"], msg["reps"], msg["flush_bytes"],
-                msg.get("budget_s", 0.0), hold=self.helpers["hold_on_host"],
-                spots=SpotReservoir(int(msg.get("spot_seed", 0)), int(msg.get("spot_size", 0))),
-                kept=self.spot_outputs, before_call=replayer.prepare)
+                msg.get("budget_s", 0.0), hold=self.helpers["hold_on_host"], before_call=replayer.prepare)
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="timing")
         return {"times_ms": times, "wall_ms": wall}
@@ -159,10 +155,8 @@ class ReplayOps:
         refused = self._replay_ready()
         if refused:
             return refused
-        spots = sorted(self.spot_outputs.items())
         return {"outputs": [s["outputs"] for s in self.timed_outputs],
-                "layout": [s["layout"] for s in self.timed_outputs],
-                "spots": [[call, s["outputs"], s["layout"]] for call, s in spots]}
+                "layout": [s["layout"] for s in self.timed_outputs]}
 
     def op_replay_profile(self, msg: dict) -> dict:
         from kernelgym.judge.replay import profile_entries
@@ -204,4 +198,4 @@ def with_role(session: Any, **helpers: Any) -> None:
     session.confinement = {}
 
 
-__all__ = ["RecordOps", "ReplayOps", "with_role", "Any"]
+__all__ = ["RecordOps", "ReplayOps", "with_role"]
