@@ -32,7 +32,10 @@ class RecordOps:
                 model(*warm)  # compiles and autotunes: the recorded call then launches what it settled on
             if self.device != "cpu":
                 torch.cuda.synchronize()
-            del warm
+            # Every input stays alive until both calls are recorded, so no two calls share an address: an
+            # answer whose launches depend on where its input lives (a cache keyed on data_ptr) records the
+            # same way on every run instead of depending on the allocator's reuse.
+            alive = [warm]
             module = sys.modules.get(self.MODULE_NAME)
             module_globals = vars(module) if module is not None else {}
             traces = []
@@ -45,7 +48,9 @@ class RecordOps:
                 if self.device != "cpu":
                     torch.cuda.synchronize()
                 traces.append((rec.finish(out), rec))
-                del inputs, out
+                alive.append(inputs)
+                del out
+            del alive
             (trace, rec), (second, _) = traces
         except BaseException as e:  # noqa: BLE001 - the answer's failure is a verdict
             return self._error(e, phase="forward")
