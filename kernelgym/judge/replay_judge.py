@@ -79,8 +79,8 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
                 answer.close()  # nothing of the answer's process is needed any more
                 if result.device == "cpu":
                     result.timing_note = "not measured: timing and profiling need a GPU (this run used the CPU interpreter)"
-                    return
-                _time_and_profile(replayer, len(plan.drawn), reference, rng, config, result, clock, allow_torch)
+                else:
+                    _time_and_profile(replayer, len(plan.drawn), reference, rng, config, result, clock, allow_torch)
     except ChildFailed as f:
         _set(result, Status(f.status), f.message, error=trim_text(f.message), fault=f.fault)
     except _Stop:
