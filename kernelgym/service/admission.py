@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 import threading
 from collections.abc import Callable
@@ -133,6 +134,8 @@ def normalised_config(config: dict[str, Any]) -> dict[str, Any]:
     for name, value in config.items():
         if name in hints and not _has_type(value, hints[name]):
             raise ValueError(f"{name} must be {hints[name]}, not {value!r}")
+        if not _finite(value):  # JSON parsers take NaN and Infinity; no limit or sign check catches NaN
+            raise ValueError(f"{name} must hold finite numbers, not {value!r}")
         if name in CLIENT_LIMITS and value > CLIENT_LIMITS[name]:
             raise ValueError(f"{name} is {value!r}; a client may ask for at most {CLIENT_LIMITS[name]:g}")
     full = dataclasses.asdict(JudgeConfig.from_dict(config))
@@ -151,6 +154,17 @@ def _has_type(value: Any, annotation: str) -> bool:
     if isinstance(value, bool) and bool not in kinds:
         return False  # JSON true is not a number of trials
     return isinstance(value, tuple(kinds))
+
+
+def _finite(value: Any) -> bool:
+    """Whether every number in a JSON value (nested lists and objects included) is finite."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return True
 
 
 def content_key(task_id: str, task_source: str, answer: str, config: dict[str, Any],

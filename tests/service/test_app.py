@@ -116,6 +116,13 @@ def test_client_config_overrides_are_bounded(client, config, words):
     ({"requests": [request("x", config={"tolerance": 1})]}, 422, "unknown JudgeConfig fields: ['tolerance']"),
     ({"requests": [request("x", config={"size": "huge"})]}, 422, "size must be auto, full or small"),
     ({"requests": [request("x", config="fast")]}, 422, "requests.0.config"),
+    # JSON parsers read NaN and Infinity; NaN slips past every comparison (it was accepted, then a system_error)
+    (b'{"requests": [{"task_id": "relu", "answer": "x", "config": {"timeout_s": NaN}}]}', 422,
+     "timeout_s must hold finite numbers, not nan"),
+    (b'{"requests": [{"task_id": "relu", "answer": "x", "config": {"cpu_memory_gb": -Infinity}}]}', 422,
+     "cpu_memory_gb must hold finite numbers, not -inf"),
+    (b'{"requests": [{"task_id": "relu", "answer": "x", "config": {"tolerances": {"float32": [NaN, 0.1]}}}]}', 422,
+     "tolerances must hold finite numbers"),
 ])
 def test_bad_requests_get_a_4xx_that_says_what_is_wrong(client, body, status, words):
     r = client.post("/v1/batches", content=body if isinstance(body, bytes) else json.dumps(body),
