@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import json
 import logging
 import os
 import random
@@ -73,6 +74,10 @@ VIEWS = ("full", "chat")
 # a non-empty reply because verifiers ends an episode on an empty one.
 PENDING_TEXT = ("Your answer is still waiting for the judge (the server is busy), so there is no feedback yet. "
                 "Reply with the single word `wait` to receive its result; that reply is not judged.")
+
+
+BINARY_FRAME_TEXT = ("binary WebSocket frame: send each message as a text frame holding its JSON, "
+                     'e.g. {"type": "reset", "data": {"task": "relu"}}')
 
 
 class ClientLeft(RuntimeError):
@@ -228,9 +233,17 @@ class _SessionGate:
     reads a client's frames only between steps, so a client that leaves mid-step would go unnoticed
     until the judge returns; this reads them as they arrive and tells the session through `_PRESENCE`
     (the handler runs in the same task, so it sees the context variable). It also turns the
-    handler's failure to answer a departed client into one log line instead of an ASGI traceback."""
+    handler's failure to answer a departed client into one log line instead of an ASGI traceback.
+
+    Two of OpenEnv's answers are made whole here. A binary frame gets an `INVALID_JSON` error frame
+    saying so, and the session lives on (OpenEnv's handler reads text only: it answered
+    `SESSION_ERROR: 'text'` and dropped the session). A connection refused over capacity is closed only
+    once its client has spoken (or after `_REFUSAL_GRACE_S`), with code 1013 and the refusal as the
+    close reason: closing at once made a client that sends its first frame straight after connecting
+    fail on that send and never read the `CAPACITY_REACHED` frame waiting for it."""
 
     _READ_AHEAD = 64  # frames buffered; the protocol is one request at a time, so this only bounds a flood
+    _REFUSAL_GRACE_S = 5.0
 
     def __init__(self, app: Any, token: str | None = None, idle_timeout_s: float | None = None) -> None:
         self.app = app
@@ -256,12 +269,19 @@ class _SessionGate:
         presence = _Presence()
         frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self._READ_AHEAD)
         quiet = _Quiet()
+        spoke = asyncio.Event()  # the client sent a frame or left
+        refusal: list[str] = []  # the CAPACITY_REACHED message sent to a refused client
 
         async def read() -> None:
             while True:
                 message = await receive()
+                if message["type"] != "websocket.connect":
+                    spoke.set()
                 if message["type"] == "websocket.receive":
                     quiet.request()
+                    if message.get("text") is None:
+                        await reply(_error_frame(BINARY_FRAME_TEXT, "INVALID_JSON"))
+                        continue
                 if message["type"] == "websocket.disconnect":
                     presence.mark_gone()
                 await frames.put(message)
@@ -271,6 +291,11 @@ class _SessionGate:
         async def reply(message: dict[str, Any]) -> None:
             if message["type"] == "websocket.send":
                 quiet.answered()
+                refusal[:] = _capacity_refusal(message) or refusal
+            if message["type"] == "websocket.close" and refusal:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(spoke.wait(), self._REFUSAL_GRACE_S)
+                message = {"type": "websocket.close", "code": 1013, "reason": refusal[0][:120]}
             await send(message)
 
         async def close_when_idle(idle_s: float) -> None:
@@ -294,6 +319,23 @@ class _SessionGate:
                     await send({"type": "websocket.close", "code": 1001, "reason": "idle session closed"})
             if idle is not None:
                 idle.cancel()
+
+
+def _error_frame(text: str, code: str) -> dict[str, Any]:
+    """An OpenEnv error frame as an ASGI message."""
+    return {"type": "websocket.send", "text": json.dumps({"type": "error", "data": {"message": text, "code": code}})}
+
+
+def _capacity_refusal(message: dict[str, Any]) -> list[str]:
+    """`[close reason]` when `message` is OpenEnv's CAPACITY_REACHED frame, else `[]`."""
+    text = message.get("text") or ""
+    if "CAPACITY_REACHED" not in text:
+        return []
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        data = json.loads(text)["data"]
+        if data.get("code") == "CAPACITY_REACHED":
+            return [f"CAPACITY_REACHED: {data.get('message', '')}"]
+    return []
 
 
 def _client_safe(method: Callable[..., Any]) -> Callable[..., Any]:

@@ -235,6 +235,30 @@ def test_capacity_oversize_frames_and_internal_errors_end_cleanly():
             assert c.reset("relu").metadata["task_id"] == "relu"
 
 
+def test_a_refused_client_always_reads_why_and_a_binary_frame_is_named_not_fatal():
+    # issue 29.5: a client that sent its first frame straight after connecting was closed before it could
+    # read CAPACITY_REACHED (about a third of the time); a binary frame answered "SESSION_ERROR: 'text'"
+    # and ended the session.
+    from websockets.exceptions import ConnectionClosed
+
+    app = create_server_app(FAST_CPU, tasks="relu", max_sessions=1, judge_fn=_ok)
+    with BackgroundServer(app) as url, _ws(url) as held:
+        held.send(json.dumps({"type": "reset", "data": {"task": "relu"}}))
+        assert json.loads(held.recv(timeout=10))["type"] == "observation"
+        for _ in range(12):
+            with _ws(url) as refused:
+                refused.send(json.dumps({"type": "reset", "data": {"task": "relu"}}))
+                assert json.loads(refused.recv(timeout=10))["data"]["code"] == "CAPACITY_REACHED"
+                with pytest.raises(ConnectionClosed) as closed:
+                    refused.recv(timeout=10)
+                assert closed.value.rcvd.code == 1013 and closed.value.rcvd.reason.startswith("CAPACITY_REACHED")
+        held.send(json.dumps({"type": "state"}).encode())
+        error = json.loads(held.recv(timeout=10))["data"]
+        assert error["code"] == "INVALID_JSON" and "binary WebSocket frame" in error["message"]
+        held.send(json.dumps({"type": "state"}))  # the session lives on
+        assert json.loads(held.recv(timeout=10))["data"]["task_id"] == "relu"
+
+
 def test_a_token_guards_the_session_route_only():
     app = create_server_app(FAST_CPU, tasks="relu", judge_fn=_ok, token="s3cret")
     with BackgroundServer(app) as url:
