@@ -27,6 +27,13 @@ def is_cheat(result: EvalResult) -> bool:
     return result.status is Status.CHEAT or bool(result.cheats)
 
 
+def is_compiled(result: EvalResult) -> bool:
+    """The answer built `ModelNew` and its Triton kernels compiled, as KernelBench counts it: a
+    `compile_error` is never compiled, also in results stored by a judge that set `compiled` before
+    the kernels' first launch (the in-process engine before 2026-11-27)."""
+    return result.compiled and result.status is not Status.COMPILE_ERROR
+
+
 def is_pass(result: EvalResult) -> bool:
     """Judged OK, correct on every trial, and no cheat verdict."""
     return result.ok and result.correct and not is_cheat(result)

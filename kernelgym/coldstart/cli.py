@@ -19,8 +19,11 @@ def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
     c.add_argument("--answers-per-task", type=int, default=1, help="answers in different styles per task")
     c.add_argument("--repair-fraction", type=float, default=0.25, help="repair examples per verified answer")
     c.add_argument("--heldout-fraction", type=float, default=0.1, help="share of op-chain signatures held out")
+    c.add_argument("--heldout-families", default="", metavar="FAMILY,...",
+                   help="op families held out whole, e.g. pooling,loss: their chains form the heldout_family split "
+                        "(never in the training rows; evaluate on gen:OUT/tasks:heldout_family). Default: none")
     c.add_argument("--heldout-tasks", type=int, default=0,
-                   help="write at least this many held-out tasks to OUT/tasks for evaluation (more are composed, "
+                   help="write at least this many tasks per held-out split to OUT/tasks for evaluation (more are composed, "
                         "never judged, when the corpus's own are fewer)")
     c.add_argument("--jobs", type=int, default=0, help="concurrent judge processes (0: one per core, at most 8)")
     c.add_argument("--max-tasks", type=int, default=0, help="give up after this many generated tasks (0: 4 * n)")
@@ -33,6 +36,7 @@ def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
 
 def _cmd_coldstart(args: argparse.Namespace) -> int:
     from kernelgym.coldstart.corpus import ColdstartConfig, build, merge
+    from kernelgym.taskgen.splits import parse_families
 
     if args.merge:
         stats = merge(args.merge, args.out)
@@ -46,7 +50,8 @@ def _cmd_coldstart(args: argparse.Namespace) -> int:
             raise ValueError("--device cuda asked for, but torch sees no GPU (use --device cpu)")
     config = ColdstartConfig(n=args.n, out=str(args.out), device=args.device, seed=args.seed,
                              answers_per_task=args.answers_per_task, repair_fraction=args.repair_fraction,
-                             heldout_fraction=args.heldout_fraction, heldout_tasks=args.heldout_tasks,
+                             heldout_fraction=args.heldout_fraction,
+                             heldout_families=parse_families(args.heldout_families), heldout_tasks=args.heldout_tasks,
                              jobs=args.jobs, max_tasks=args.max_tasks,
                              trials=args.trials, max_seconds=args.max_seconds)
     stats = build(config, progress=not args.no_progress)

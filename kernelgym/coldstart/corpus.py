@@ -27,7 +27,7 @@ from kernelgym.coldstart.repair import corrupt
 from kernelgym.taskgen.compose import Candidate, compose, estimate_within
 from kernelgym.taskgen.fingerprint import code_hash
 from kernelgym.taskgen.ops import OPS
-from kernelgym.taskgen.splits import split_of
+from kernelgym.taskgen.splits import HELDOUT, HELDOUT_FAMILY, split_of
 
 SINGLE, REPAIR = "single", "repair"
 
@@ -43,6 +43,9 @@ class ColdstartConfig:
     answers_per_task: int = field(default=1, metadata={"help": "answers in different styles per task"})
     repair_fraction: float = field(default=0.25, metadata={"help": "repair examples per verified answer"})
     heldout_fraction: float = field(default=0.1, metadata={"help": "share of op-chain signatures held out"})
+    heldout_families: tuple[str, ...] = field(default=(), metadata={
+        "help": "op families held out whole (`tasks generate --heldout-families`): their chains are the "
+                "heldout_family split, so no training answer holds a kernel of theirs"})
     heldout_tasks: int = field(default=0, metadata={"help": "write at least this many held-out tasks to tasks/ for "
                                                     "evaluation, composing more (never judged) when the corpus's "
                                                     "own are fewer"})
@@ -63,7 +66,12 @@ class ColdstartConfig:
             raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
         if self.chunk < 1 or self.max_seconds < 0:
             raise ValueError("chunk must be >= 1 and max_seconds >= 0")
-        split_of("", self.heldout_fraction)  # validates the fraction
+        self.heldout_families = tuple(sorted(self.heldout_families))
+        self.split("")  # validates the fraction and the families
+
+    def split(self, signature: str) -> str:
+        """The split of a chain: train, heldout (its signature) or heldout_family (one of its ops)."""
+        return split_of(signature, self.heldout_fraction, heldout_families=self.heldout_families)
 
 
 @dataclass
@@ -245,19 +253,22 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
 
 def _more_heldout(config: ColdstartConfig, stream: Iterator[tuple[Candidate, str]], candidates: dict[str, Candidate],
                   skipped: set[str]) -> dict[str, Candidate]:
-    """Further tasks (composed, never judged, never in the corpus) until the held-out split of the
-    task set has `config.heldout_tasks` tasks; further train-split tasks are not kept."""
+    """Further tasks (composed, never judged, never in the corpus) until each held-out split of the
+    task set (heldout, and heldout_family with held-out families) has `config.heldout_tasks` tasks;
+    further train-split tasks, and tasks of a split already full, are not kept."""
     extra: dict[str, Candidate] = {}
-    count = sum(1 for tid, c in candidates.items() if tid not in skipped
-                and split_of(c.signature, config.heldout_fraction) == "heldout")
-    if count >= config.heldout_tasks:
+    splits = (HELDOUT, HELDOUT_FAMILY) if config.heldout_families else (HELDOUT,)
+    count = {s: sum(1 for tid, c in candidates.items() if tid not in skipped and config.split(c.signature) == s)
+             for s in splits}
+    if min(count.values()) >= config.heldout_tasks:
         return extra
     for candidate, why in stream:
-        if why in ("duplicate", "estimate") or split_of(candidate.signature, config.heldout_fraction) != "heldout":
+        split = config.split(candidate.signature)
+        if why in ("duplicate", "estimate") or split not in count or count[split] >= config.heldout_tasks:
             continue
         extra[candidate.task_id] = candidate
-        count += 1
-        if count >= config.heldout_tasks:
+        count[split] += 1
+        if min(count.values()) >= config.heldout_tasks:
             break
     return extra
 
@@ -267,6 +278,8 @@ def _claim(out: Path, config: ColdstartConfig) -> None:
     (a verdict on the interpreter at the small size is not one at the full size on a GPU)."""
     key = {"seed": config.seed, "device": "cpu" if config.device == "cpu" else "cuda",
            "trials": config.trials, "heldout_fraction": config.heldout_fraction}
+    if config.heldout_families:  # absent without: corpora built before held-out families resume as they were
+        key["heldout_families"] = list(config.heldout_families)
     path = out / "corpus.json"
     if path.is_file():
         before = json.loads(path.read_text(encoding="utf-8"))
@@ -317,7 +330,7 @@ def corpus_rows(config: ColdstartConfig, log: Log, tasks: dict[str, Any],
         else:
             continue
         rows.append({"task_id": a.task_id, "task_source": f"taskgen:{config.seed}:{cand.index}", "kind": a.kind,
-                     "split": split_of(cand.signature, config.heldout_fraction), "signature": cand.signature,
+                     "split": config.split(cand.signature), "signature": cand.signature,
                      "ops": list(cand.ops), "dtype": cand.dtype, "answer": answer, "prompt": prompt,
                      "completion": [{"role": "assistant", "content": _block(answer)}],
                      "corruption": a.corruption, "broken_status": a.status if a.kind == REPAIR else "",
@@ -352,7 +365,8 @@ def write_corpus(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
 def write_tasks(config: ColdstartConfig, candidates: dict[str, Candidate], skipped: set[str], out: Path) -> list[Path]:
     """The tasks the corpus was built on, as a generated task set (`gen:OUT/tasks[:heldout]`), with the
-    same splits: evaluate a model on `gen:OUT/tasks:heldout`, tasks whose op chains SFT never saw.
+    same splits: evaluate a model on `gen:OUT/tasks:heldout` (op chains SFT never saw, of ops it saw) and,
+    with held-out families, `gen:OUT/tasks:heldout_family` (ops whose kernels SFT never saw).
     Duplicates and tasks outside the size estimate are left out, as `tasks generate` leaves them out."""
     from kernelgym.taskgen.dataset import rows_by_split, write_split
 
@@ -367,7 +381,7 @@ def write_tasks(config: ColdstartConfig, candidates: dict[str, Candidate], skipp
             continue
         task = c.task()
         rows.append({"task_id": tid, "name": task.name, "code": task.source, "level": task.level,
-                     "problem_id": task.problem_id, "split": split_of(c.signature, config.heldout_fraction),
+                     "problem_id": task.problem_id, "split": config.split(c.signature),
                      **c.metadata(), "eager_ms": None, "ast_hash": code_hash(c.source), "notes": [],
                      "seed": c.seed, "index": c.index})
     out.mkdir(parents=True, exist_ok=True)
@@ -440,6 +454,9 @@ def merge(sources: list[str | Path], out: str | Path) -> dict[str, Any]:
     if len({s["heldout_fraction"] for s in settings}) > 1:
         raise ValueError("the sources were split with different held-out fractions: " +
                          ", ".join(f"{s['source']}: {s['heldout_fraction']}" for s in settings))
+    if len({tuple(s.get("heldout_families", ())) for s in settings}) > 1:
+        raise ValueError("the sources were split with different held-out op families: " +
+                         ", ".join(f"{s['source']}: {s.get('heldout_families', [])}" for s in settings))
     out.mkdir(parents=True, exist_ok=True)
     merged = list(rows.values())
     paths = write_corpus(merged, out)

@@ -1,7 +1,9 @@
 """Eval metrics: pure functions over `Attempt`s (one judged answer each). No I/O, no judging.
 
 Definitions (N = the attempts of a view, one per (task, sample) unless said otherwise):
-  * compile rate  = (1/N) sum_i 1[compiled_i]: the answer imported and built `ModelNew`.
+  * compile rate  = (1/N) sum_i 1[compiled_i]: the answer imported, built `ModelNew` and its Triton
+                    kernels compiled (`rewards.functions.is_compiled`: a `compile_error` at a kernel's
+                    first launch is not compiled, as KernelBench counts it).
   * correctness   = (1/N) sum_i 1[pass_i]; pass = judged ok, correct on every trial, no cheat
                     verdict (`rewards.functions.is_pass`, the one definition training uses too).
   * fast_p        = (1/N) sum_i 1[pass_i and speedup_i > p]   (KernelBench, Ouyang et al. 2025):
@@ -34,7 +36,7 @@ from typing import Any
 from kernelgym.eval.records import Attempt
 from kernelgym.judge.result import EvalResult, Status
 from kernelgym.tasks.preflight import TaskCheck
-from rewards.functions import is_cheat, is_pass
+from rewards.functions import is_cheat, is_compiled, is_pass
 
 FAST_P = (0.0, 1.0, 1.2, 1.5, 2.0)
 BASELINES = ("eager", "compile")
@@ -94,7 +96,7 @@ def mean_pass_at_k(attempts: Sequence[Attempt], k: int) -> float | None:
 def rank_key(result: EvalResult) -> tuple[bool, float, bool, bool]:
     """Orders answers from worst to best: passing, then faster, then not a cheat, then compiled."""
     s = result.speedup_eager if result.speedup_eager is not None else 0.0
-    return (is_pass(result), s, not is_cheat(result), result.compiled)
+    return (is_pass(result), s, not is_cheat(result), is_compiled(result))
 
 
 def at_turn(attempts: Iterable[Attempt], turn: int) -> list[Attempt]:
@@ -158,7 +160,7 @@ def summarize(attempts: Sequence[Attempt], ks: Sequence[int] = (1,)) -> Summary:
     passing = [a for a in attempts if is_pass(a.result)]
     return Summary(
         tasks=len({a.task_id for a in attempts}), attempts=n,
-        compile_rate=rate(sum(a.result.compiled for a in attempts)),
+        compile_rate=rate(sum(is_compiled(a.result) for a in attempts)),
         correct_rate=rate(len(passing)),
         fast_p={b: {f"{p:g}": fast_p(attempts, p, b) for p in FAST_P} for b in BASELINES},
         geomean_speedup={b: geomean_speedup(attempts, b) for b in BASELINES},
@@ -175,7 +177,7 @@ def summarize(attempts: Sequence[Attempt], ks: Sequence[int] = (1,)) -> Summary:
 
 # The rates given an interval, as a per-attempt indicator each.
 CI_RATES: dict[str, Any] = {
-    "compile_rate": lambda r: r.compiled,
+    "compile_rate": is_compiled,
     "correct_rate": is_pass,
     "fast_1": lambda r: is_pass(r) and (speedup(r) or 0.0) > 1.0,
     "fast_1.2": lambda r: is_pass(r) and (speedup(r) or 0.0) > 1.2,

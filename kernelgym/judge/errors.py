@@ -27,6 +27,8 @@ def classify_exception(e: BaseException, phase: str) -> tuple[str, str]:
         return "crashed", "cuda_error"
     if _is_triton_compile_error(e):
         return "compile_error", ""
+    if _is_interpreted_kernel_error(e):
+        return ("crashed", "cuda_device_assert") if _from_device_assert(e) else ("compile_error", "")
     if phase in ("import", "init"):
         return "compile_error", ""
     return "runtime_error", ""
@@ -37,6 +39,22 @@ def _is_triton_compile_error(e: BaseException) -> bool:
         if cls.__module__.startswith("triton") and "Compil" in cls.__name__:
             return True
     return False
+
+
+def _is_interpreted_kernel_error(e: BaseException) -> bool:
+    """The CPU interpreter runs a kernel body as Python and raises what went wrong there as an
+    `InterpreterError` at launch. A kernel body cannot raise on a GPU: what fails in it (a shape,
+    type or constexpr error, a failed `tl.static_assert`, torch or host Python inside the kernel) is
+    refused by Triton's compiler before the launch, so it is a compile error there and here."""
+    return any(cls.__name__ == "InterpreterError" and cls.__module__.startswith("triton")
+               for cls in type(e).__mro__)
+
+
+def _from_device_assert(e: BaseException) -> bool:
+    """A failed `tl.device_assert` (a trap at run time on a GPU): the interpreter's builder raises it
+    from `create_assert`."""
+    cause = e.__cause__
+    return cause is not None and any(f.name == "create_assert" for f in traceback.extract_tb(cause.__traceback__))
 
 
 def trim_traceback(e: BaseException, code_path: str) -> str:

@@ -173,6 +173,8 @@ def _parse_capabilities(task: Task, answer: str | bytes, config: JudgeConfig, re
 
 def _finish(result: EvalResult, status: Status, message: str, error: str = "", fault: str = "") -> None:
     result.status, result.message = status, message
+    if status is Status.COMPILE_ERROR:
+        result.compiled = False  # a Triton compile error at a kernel's first launch is not compiled
     result.error = error or result.error
     result.fault = fault or result.fault
     return None

@@ -113,7 +113,7 @@ class EvalResult:
     message: str = ""
     task_id: str = ""
     version: int = RESULT_VERSION
-    compiled: bool = False
+    compiled: bool = False  # ModelNew built and its kernels compiled (a Triton compile error at launch: False)
     correct: bool = False
     trials: list[TrialResult] = field(default_factory=list)
     cheats: list[CheatVerdict] = field(default_factory=list)

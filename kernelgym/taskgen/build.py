@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kernelgym.taskgen.compose import Candidate, ComposeConfig, compose
 from kernelgym.taskgen.dataset import rows_by_split, write_split
 from kernelgym.taskgen.fingerprint import code_hash
-from kernelgym.taskgen.splits import EvalIndex, shared_signatures, split_of
+from kernelgym.taskgen.splits import EvalIndex, family_ops, shared_signatures, split_of
 from kernelgym.taskgen.validate import OK, REASONS, Deduplicator, ValidationConfig, Verdict, validate_candidate
 
 
@@ -38,6 +38,8 @@ class BuildConfig:
     n: int = field(default=2000, metadata={"help": "accepted tasks wanted"})
     seed: int = field(default=0, metadata={"help": "generator seed: same seed, same tasks"})
     heldout_fraction: float = field(default=0.1, metadata={"help": "share of op-chain signatures held out"})
+    heldout_families: tuple[str, ...] = field(default=(), metadata={
+        "help": "op families (categories) held out whole: every chain with one of their ops is heldout_family"})
     jobs: int = field(default=0, metadata={"help": "validation processes on cpu (0: every core); cuda uses 1"})
     max_candidates: int = field(default=0, metadata={"help": "give up after this many candidates (0: 10 * n)"})
     max_seconds: float = field(default=0.0, metadata={"help": "stop after this long, keeping what passed (0: never)"})
@@ -49,7 +51,8 @@ class BuildConfig:
     def __post_init__(self) -> None:
         if self.n < 1 or self.jobs < 0 or self.max_candidates < 0 or self.max_seconds < 0:
             raise ValueError("BuildConfig needs n >= 1 and jobs, max_candidates, max_seconds >= 0")
-        split_of("", self.heldout_fraction)  # validates the fraction
+        self.heldout_families = tuple(sorted(self.heldout_families))
+        split_of("", self.heldout_fraction, heldout_families=self.heldout_families)  # validates both
 
     @property
     def candidate_limit(self) -> int:
@@ -80,7 +83,7 @@ def generate_tasks(config: BuildConfig, progress: bool = True) -> BuildResult:
             verdict = dedupe.admit(candidate.task_id, verdict)
             verdicts.append(_verdict_line(candidate, verdict))
             if verdict.accepted:
-                rows.append(_row(candidate, verdict, config.heldout_fraction))
+                rows.append(_row(candidate, verdict, config))
                 bar.advance(job)
             bar.update(job, description=f"{len(verdicts)} candidates, {len(verdicts) - len(rows)} rejected")
             if len(rows) >= config.n:
@@ -144,10 +147,11 @@ def _init_worker() -> None:
     torch.set_num_threads(1)  # one process per core; small tensors gain nothing from threads
 
 
-def _row(candidate: Candidate, verdict: Verdict, heldout_fraction: float) -> dict[str, Any]:
+def _row(candidate: Candidate, verdict: Verdict, config: BuildConfig) -> dict[str, Any]:
     task = candidate.task()
+    split = split_of(candidate.signature, config.heldout_fraction, heldout_families=config.heldout_families)
     return {"task_id": task.task_id, "name": task.name, "code": task.source, "level": task.level,
-            "problem_id": task.problem_id, "split": split_of(candidate.signature, heldout_fraction),
+            "problem_id": task.problem_id, "split": split,
             **candidate.metadata(), "eager_ms": verdict.eager_ms, "ast_hash": verdict.code_hash,
             "notes": list(verdict.notes), "seed": candidate.seed, "index": candidate.index}
 
@@ -164,6 +168,7 @@ def build_stats(config: BuildConfig, rows: list[dict[str, Any]], verdicts: list[
     import torch
 
     reasons = Counter(v["reason"] for v in verdicts)
+    held_ops = family_ops(config.heldout_families)
     by_split = rows_by_split(rows)
     checked = [v["seconds"] for v in verdicts if v["reason"] not in ("estimate", "duplicate", "eval_overlap")]
     examples: dict[str, list[dict[str, str]]] = {}
@@ -189,6 +194,7 @@ def build_stats(config: BuildConfig, rows: list[dict[str, Any]], verdicts: list[
         "splits": {s: {"tasks": len(rs), "signatures": len({r["signature"] for r in rs})}
                    for s, rs in by_split.items()},
         "signatures_shared_between_splits": len(shared_signatures(rows)),
+        "heldout_family_ops_in_train": sum(1 for r in by_split["train"] if held_ops.intersection(r["ops"])),
         "unique_signatures": len({r["signature"] for r in rows}),
         "machine": {"cpus": os.cpu_count(), "device": config.validation.device, "python": platform.python_version(),
                     "torch": torch.__version__,

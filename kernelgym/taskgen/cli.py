@@ -28,6 +28,9 @@ def add_taskgen_parsers(tasks_sub: argparse._SubParsersAction) -> None:
     g.add_argument("--device", default="cpu", help="cpu (small size, runtime estimated) or cuda (full size, timed)")
     g.add_argument("--jobs", type=int, default=0, help="validation processes on cpu (0: every core)")
     g.add_argument("--heldout-fraction", type=float, default=0.1, help="share of op-chain signatures held out")
+    g.add_argument("--heldout-families", default="", metavar="FAMILY,...",
+                   help="op families held out whole, e.g. pooling,loss: every chain with one of their ops goes to "
+                        "the heldout_family split, so no train task has them (default: none, the splits of earlier runs)")
     g.add_argument("--max-candidates", type=int, default=0, help="give up after this many candidates (0: 10 * n)")
     g.add_argument("--max-seconds", type=float, default=0.0, help="stop after this long, keeping what passed")
     g.add_argument("--exclude", default="", help="task spec of an evaluation set (kernelbench:PATH, builtin, ...): "
@@ -58,7 +61,10 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             raise ValueError("--device cuda asked for, but torch sees no GPU (use --device cpu)")
     validation = ValidationConfig(device=args.device, audit_trials=args.audit_trials, min_ms=args.min_ms,
                                   max_ms=args.max_ms)
-    config = BuildConfig(n=args.n, seed=args.seed, heldout_fraction=args.heldout_fraction, jobs=args.jobs,
+    from kernelgym.taskgen.splits import parse_families
+
+    config = BuildConfig(n=args.n, seed=args.seed, heldout_fraction=args.heldout_fraction,
+                         heldout_families=parse_families(args.heldout_families), jobs=args.jobs,
                          max_candidates=args.max_candidates, max_seconds=args.max_seconds, exclude=args.exclude,
                          validation=validation)
     result = generate_tasks(config, progress=not args.no_progress)

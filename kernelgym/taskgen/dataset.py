@@ -1,6 +1,7 @@
 """The generated task set on disk: its schema, writing it, and reading it back as `Task`s.
 
-One file per split (`train.parquet`, `heldout.parquet`; or `.jsonl` where `datasets` is not
+One file per split (`train.parquet`, `heldout.parquet`, with held-out op families also
+`heldout_family.parquet`; or `.jsonl` where `datasets` is not
 installed, e.g. on a bare GPU box). The columns include the KernelBench dataset's own (`code`,
 `level`, `name`, `problem_id`), so tools written for KernelBench read it too, plus `task_id`,
 `split` and the difficulty metadata. `resolve_tasks("gen:DIR[:split]")` loads it.
@@ -13,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.export.tables import features_of, read_table, write_table
-from kernelgym.taskgen.splits import HELDOUT, TRAIN
+from kernelgym.taskgen.splits import HELDOUT, HELDOUT_FAMILY, TRAIN
 from kernelgym.tasks.task import Task, TaskError
 
-SPLITS = (TRAIN, HELDOUT)
+SPLITS = (TRAIN, HELDOUT, HELDOUT_FAMILY)
 # column -> feature spelling (`kernelgym.export.tables.feature`)
 COLUMNS: dict[str, str] = {
     "task_id": "string", "name": "string", "code": "string", "level": "int64", "problem_id": "int64",
@@ -72,7 +73,8 @@ def _read(path: Path) -> list[dict[str, Any]]:
 
 
 def rows_by_split(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
+    """Rows per split: `train` and `heldout` always (a file each, empty or not), others when they have rows."""
+    out: dict[str, list[dict[str, Any]]] = {TRAIN: [], HELDOUT: []}
     for row in rows:
         out.setdefault(row["split"], []).append(row)
     return out

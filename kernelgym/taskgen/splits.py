@@ -1,8 +1,13 @@
-"""Leakage control: the held-out split by op-chain signature, and overlap with an evaluation set.
+"""Leakage control: the held-out splits, and overlap with an evaluation set.
 
-A task's split is a pure function of its signature (`linear>gelu>layer_norm`): a salted hash
-decides, so every task with one signature lands on the same side in every run, and tasks
-generated later with a held-out signature stay held out. Overlap with another task set (a
+A task's split is a pure function of its signature (`linear>gelu>layer_norm`) and the held-out op
+families. A chain holding an op of a held-out family (`pooling`, `loss`: the op categories of
+`taskgen.ops`) is `heldout_family`: no training task, hence no training answer, contains that op,
+so the split tests ops whose kernels a model never saw. Any other chain is `heldout` when a salted
+hash says so: every task with one signature lands on the same side in every run, and tasks
+generated later with a held-out signature stay held out; those chains are new combinations of ops
+seen in training (recombination, not generalisation to new ops). Without held-out families (the
+default) the splits are exactly those of earlier runs. Overlap with another task set (a
 KernelBench checkout, our built-in tasks) is measured on normalised code, three ways: the same
 normalised AST, the same torch call chain, and token 5-gram Jaccard similarity above a threshold.
 """
@@ -17,16 +22,41 @@ from typing import Any
 from rich.table import Table
 
 from kernelgym.taskgen.fingerprint import call_chain, code_hash, jaccard, shingles
+from kernelgym.taskgen.ops import OPS
 from kernelgym.tasks.task import Task
 
-TRAIN, HELDOUT = "train", "heldout"
+TRAIN, HELDOUT, HELDOUT_FAMILY = "train", "heldout", "heldout_family"
 SPLIT_SALT = "kernelgym-taskgen-heldout"
+# The families `--heldout-families` is documented with: ops with writers of their own in the
+# cold-start corpus (pooling: emit_pool; loss: emit_losses), 13 ops, both in KernelBench level 1.
+RECOMMENDED_FAMILIES = ("pooling", "loss")
 
 
-def split_of(signature: str, heldout_fraction: float, salt: str = SPLIT_SALT) -> str:
-    """`heldout` for about `heldout_fraction` of all signatures, chosen by a salted sha256."""
+def family_ops(families: Iterable[str]) -> frozenset[str]:
+    """The ops of these op families (categories of `taskgen.ops`); ValueError naming an unknown one."""
+    families = set(families)
+    known = {op.category for op in OPS}
+    unknown = sorted(families - known)
+    if unknown:
+        raise ValueError(f"unknown op families {unknown}: choose among {sorted(known)}")
+    return frozenset(op.name for op in OPS if op.category in families)
+
+
+def parse_families(text: str) -> tuple[str, ...]:
+    """`pooling,loss` -> ("loss", "pooling"): sorted and checked (`family_ops`)."""
+    names = tuple(sorted({n.strip() for n in text.split(",") if n.strip()}))
+    family_ops(names)
+    return names
+
+
+def split_of(signature: str, heldout_fraction: float, salt: str = SPLIT_SALT,
+             heldout_families: Iterable[str] = ()) -> str:
+    """`heldout_family` for a chain with an op of `heldout_families`; else `heldout` for about
+    `heldout_fraction` of all signatures, chosen by a salted sha256; else `train`."""
     if not 0.0 <= heldout_fraction <= 1.0:
         raise ValueError(f"heldout_fraction must be in [0, 1], not {heldout_fraction}")
+    if heldout_families and not family_ops(heldout_families).isdisjoint(signature.split(">")):
+        return HELDOUT_FAMILY
     h = int(hashlib.sha256(f"{salt}:{signature}".encode()).hexdigest()[:15], 16) / 16**15
     return HELDOUT if h < heldout_fraction else TRAIN
 

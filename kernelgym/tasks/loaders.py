@@ -5,7 +5,8 @@
   * a path to a task `.py` file or to a directory of them,
   * `kernelbench:PATH[:levelN]` for a local KernelBench checkout,
   * `hf:NAME_OR_PATH[:level_N]` for the hub dataset (or a local copy saved with `save_to_disk`),
-  * `gen:PATH[:train|heldout]` for a set written by `kernelgym tasks generate` (a directory or one file).
+  * `gen:PATH[:train|heldout|heldout_family]` for a set written by `kernelgym tasks generate` (a directory or
+    one file).
 """
 
 from __future__ import annotations

@@ -127,3 +127,15 @@ def test_wilson_intervals_against_hand_values_and_clustering():
     assert ci["fast_1"][0] < 2 / 6 < ci["fast_1"][1] and ci["cheat_rate"][0] < 1 / 6 < ci["cheat_rate"][1]
     assert rate_intervals([attempt("a"), attempt("b")])["fast_1"] is None  # correct but never timed
     assert summarize(SIX).ci95 == ci and rate_intervals([])["correct_rate"] is None
+
+
+def test_a_triton_compile_error_is_never_compiled_also_in_stored_results():
+    # The in-process judge before 2026-11-27 set compiled once ModelNew was built, before the first
+    # launch compiled its kernels: such stored results say compiled=True beside compile_error.
+    stored = [attempt("a"), attempt("b", status=Status.WRONG_OUTPUT),
+              attempt("c", status=Status.COMPILE_ERROR, compiled=True),
+              attempt("d", status=Status.COMPILE_ERROR, compiled=False)]
+    s = summarize(stored)
+    assert s.compile_rate == pytest.approx(2 / 4)
+    assert s.statuses == {"compile_error": 2, "ok": 1, "wrong_output": 1}
+    assert rank_key(stored[2].result) == rank_key(stored[3].result)  # both: not compiled

@@ -76,6 +76,20 @@ def test_triton_error_in_kernel_is_reported(relu):
     assert "BLOCK must be negative" in r.error
 
 
+@pytest.mark.parametrize("engine", ["inprocess", "replay"])
+def test_a_kernel_that_fails_to_compile_is_a_compile_error_and_not_compiled(relu, engine):
+    # tl.arange needs a power-of-2 range: Triton's compiler refuses it before a GPU launch; the CPU
+    # interpreter raises it while running the kernel body. Either way the answer did not compile.
+    config = JudgeConfig(engine=engine, device="cpu", timeout_s=60)
+    answer = relu_answer().replace("    m = offs < n", "    m = offs < n\n    spare = tl.arange(0, 3)")
+    r = judge(relu, answer, config)
+    assert r.status is Status.COMPILE_ERROR, r.message
+    assert not r.compiled and "power of 2" in r.error
+    wrong = judge(relu, relu_answer().replace("tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0)",
+                                              "tl.load(x_ptr + offs, mask=m) * 1.001"), config)
+    assert wrong.status is Status.WRONG_OUTPUT and wrong.compiled  # compiled and ran, but wrong
+
+
 def test_static_cheat_names_rule(relu):
     r = judge(relu, relu_answer("return torch.relu(x)"), CPU)
     assert r.status is Status.CHEAT

@@ -53,3 +53,36 @@ def test_eval_index_matches_by_code_or_call_chain_and_the_build_excludes_matches
     assert index.match(compose_chain(["linear", "gelu", "tanh"], 2).source) == ""
     result = generate_tasks(BuildConfig(n=8, seed=4, jobs=1, exclude="builtin"), progress=False)
     assert all(index.match(r["code"]) == "" for r in result.rows)
+
+
+def test_held_out_families_take_every_chain_with_their_ops_and_leave_other_splits_alone():
+    from kernelgym.taskgen.splits import HELDOUT_FAMILY, family_ops
+
+    signatures = [compose(0, i).signature for i in range(400)]
+    families = ("loss", "pooling")
+    held_ops = family_ops(families)
+    with_families = [split_of(s, 0.1, heldout_families=families) for s in signatures]
+    for sig, split in zip(signatures, with_families):
+        if held_ops.intersection(sig.split(">")):
+            assert split == HELDOUT_FAMILY
+        else:  # the signature hash decides, as it did before held-out families existed
+            assert split == split_of(sig, 0.1)
+    assert 40 < with_families.count(HELDOUT_FAMILY) < 160
+    assert {"max_pool2d", "global_avg_pool", "cross_entropy", "mse_loss"} <= held_ops
+    assert not held_ops & {"relu", "softmax", "sum", "linear"}
+
+
+def test_generated_set_with_held_out_families(tmp_path):
+    from kernelgym.taskgen.build import BuildConfig, generate_tasks, write_outputs
+    from kernelgym.taskgen.splits import HELDOUT_FAMILY, family_ops
+    from kernelgym.tasks.loaders import resolve_tasks
+
+    config = BuildConfig(n=24, seed=0, jobs=1, heldout_families=("pooling", "loss"))
+    result = generate_tasks(config, progress=False)
+    assert result.stats["heldout_family_ops_in_train"] == 0
+    assert result.stats["splits"][HELDOUT_FAMILY]["tasks"] > 0
+    write_outputs(result, tmp_path, "jsonl")
+    held = resolve_tasks(f"gen:{tmp_path}:heldout_family")
+    assert held and all(family_ops(config.heldout_families).intersection(t.meta["ops"]) for t in held)
+    assert not any(family_ops(config.heldout_families).intersection(t.meta["ops"])
+                   for t in resolve_tasks(f"gen:{tmp_path}:train"))
