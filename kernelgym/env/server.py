@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import ipaddress
 import json
 import logging
 import os
@@ -229,7 +230,8 @@ class _Quiet:
 class _SessionGate:
     """ASGI wrapper of WebSocket connections, the only route that runs submitted code.
 
-    With a token, a connection without `Authorization: Bearer <token>` is refused (HTTP 403). OpenEnv
+    With a token, a connection without `Authorization: Bearer <token>` is refused (HTTP 403); without
+    one and with `local_only`, so is a connection from another host. OpenEnv
     reads a client's frames only between steps, so a client that leaves mid-step would go unnoticed
     until the judge returns; this reads them as they arrive and tells the session through `_PRESENCE`
     (the handler runs in the same task, so it sees the context variable). It also turns the
@@ -245,14 +247,16 @@ class _SessionGate:
     _READ_AHEAD = 64  # frames buffered; the protocol is one request at a time, so this only bounds a flood
     _REFUSAL_GRACE_S = 5.0
 
-    def __init__(self, app: Any, token: str | None = None, idle_timeout_s: float | None = None) -> None:
+    def __init__(self, app: Any, token: str | None = None, idle_timeout_s: float | None = None,
+                 local_only: bool = False) -> None:
         self.app = app
         self._expected = f"Bearer {token}".encode() if token else None
         self._idle_timeout_s = idle_timeout_s
+        self._local_only = local_only
 
     def _authorized(self, scope: dict[str, Any]) -> bool:
         if self._expected is None:
-            return True
+            return not self._local_only or _is_loopback((scope.get("client") or ("", 0))[0])
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
         return secrets.compare_digest(given, self._expected)
 
@@ -319,6 +323,13 @@ class _SessionGate:
                     await send({"type": "websocket.close", "code": 1001, "reason": "idle session closed"})
             if idle is not None:
                 idle.cancel()
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _error_frame(text: str, code: str) -> dict[str, Any]:
@@ -500,10 +511,11 @@ def create_server_app(judge_config: JudgeConfig | None = None, reward_config: Re
                       env_config: EnvConfig | None = None, tasks: str | list[Task] = "builtin",
                       max_sessions: int = DEFAULT_MAX_SESSIONS, jobs: int | None = None,
                       judge_fn: JudgeFn | None = None, token: str | None = None,
-                      idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S) -> FastAPI:
+                      idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S, local_only: bool = False) -> FastAPI:
     """The OpenEnv app serving KernelGym episodes on `tasks` (a task spec or a list of tasks), at most
     `max_sessions` WebSocket sessions and `jobs` judge calls at once (default: CPU count, max 8).
-    `token` (default: $KERNELGYM_TOKEN; none: open) guards `/ws`. A session that owes its client
+    `token` (default: $KERNELGYM_TOKEN; none: open) guards `/ws`; with no token, `local_only` opens it
+    to this host's own clients only (for an app whose bind address is not ours to choose). A session that owes its client
     nothing for `idle_timeout_s` (None: never) is closed, so a client that forgets it cannot hold a
     slot for ever. `judge_fn` replaces the judge (tests, the step-overhead benchmark)."""
     if idle_timeout_s is not None and idle_timeout_s <= 0:
@@ -531,7 +543,7 @@ def create_server_app(judge_config: JudgeConfig | None = None, reward_config: Re
         return context.status()
 
     app.add_middleware(_SessionGate, token=token if token is not None else (os.environ.get(TOKEN_ENV) or None),
-                       idle_timeout_s=idle_timeout_s)
+                       idle_timeout_s=idle_timeout_s, local_only=local_only)
     app.state.kernelgym = context
     return app
 

@@ -2,8 +2,10 @@
 
 `app` is what uvicorn serves when OpenEnv's tooling starts the environment (UVProvider, Docker):
 `create_server_app` with its defaults on the tasks of `$KERNELGYM_TASKS` (default `builtin`), the
-token of `$KERNELGYM_TOKEN` if set. `main()` (the `server` script) is `kernelgym env serve` with
-every one of its options.
+token of `$KERNELGYM_TOKEN` if set. OpenEnv's UVProvider binds every interface (`--host 0.0.0.0`)
+unless told otherwise, so without a token `/ws`, the route that runs submitted code, takes
+connections from this host only. `main()` (the `server` script) is `kernelgym env serve` with
+every one of its options (it listens on 127.0.0.1 unless given `--host`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 
 from kernelgym.env.server import create_server_app
 
-app = create_server_app(tasks=os.environ.get("KERNELGYM_TASKS", "builtin"))
+app = create_server_app(tasks=os.environ.get("KERNELGYM_TASKS", "builtin"), local_only=True)
 
 
 def main() -> int:
