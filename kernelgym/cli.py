@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kernelgym import interrupt
+from kernelgym.interrupt import Interrupted
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import EvalResult
 from kernelgym.tasks.task import TaskError
@@ -28,15 +35,43 @@ class UsageError(Exception):
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what the command records (`kernelgym eval`)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return args.func(args)
+        with _ctrl_c():
+            return args.func(args)
     except (UsageError, TaskError, ValueError) as e:
         err_console.print(f"[red]error:[/red] {escape(str(e))}")  # the message itself is not markup
         return 2
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/yellow]")
+        err_console.print("[yellow]interrupted[/yellow]: the results written before Ctrl-C are kept")
         return 130
+
+
+@contextlib.contextmanager
+def _ctrl_c() -> Iterator[None]:
+    """The first Ctrl-C stops the command cleanly (`KeyboardInterrupt`: the judging in flight is killed,
+    what was judged is kept); a second one exits at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (main() called from a test's thread)
+        return
+    pressed = []
+
+    def on_sigint(signum: int, frame: object) -> None:
+        if pressed:
+            os.write(2, b"\ninterrupted again: exiting now\n")
+            interrupt.kill_children()
+            os._exit(130)
+        pressed.append(signum)
+        os.write(2, b"\nstopping: the judging in flight is dropped, what was judged is kept "
+                    b"(Ctrl-C again exits at once)\n")
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -281,13 +316,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     device = config.resolved_device()
     # References side by side on one GPU would read a neighbour's memory as this task's oom.
     jobs = (args.jobs or default_jobs()) if device == "cpu" else 1
-    checks = preflight([t for t, _ in pairs], config, limits, jobs=jobs)
+    # Said at once: the preflight alone can take minutes (a bar on a terminal, a line per task in a log).
+    console.print(f"preflight of {len(pairs)} task(s) on {device}: each reference runs once in its own child "
+                  f"({jobs} at once, {limits.memory_gb:g} GB, {limits.timeout_s:g} s each)")
+    log_line = None if err_console.is_terminal else (
+        lambda c: console.print(f"  {c.task_id}: {c.label} ({c.seconds:.1f} s)", markup=False, highlight=False))
+    checks = preflight([t for t, _ in pairs], config, limits, jobs=jobs, on_check=log_line)
     over = [c for c in checks.values() if not c.ok]
     pairs = [(t, a) for t, a in pairs if checks[t.task_id].ok]
     sink, results = _jsonl_sink(args.json_out), []
     if pairs:
         console.print(f"judging {len(pairs)} built-in answers on {device} ...")
-        results = judge_many(pairs, config, jobs=args.jobs, on_result=sink)
+        try:
+            results = judge_many(pairs, config, jobs=args.jobs, on_result=sink)
+        except Interrupted as e:
+            done = [r for r in e.done if r is not None]
+            _print_results(done)
+            console.print(f"interrupted: {len(done)} of {len(pairs)} answers judged"
+                          + (f", each in {args.json_out}" if args.json_out else ""))
+            return 130
         _print_results(results)
     if over:
         console.print(preflight_table(over, title="Tasks not judged (preflight)"))

@@ -59,4 +59,8 @@ def _cmd_coldstart(args: argparse.Namespace) -> int:
             "acceptance_rate", "op_coverage", "ops_never_answered", "seconds")
     print(json.dumps({k: stats[k] for k in keys}, indent=2))
     print(f"wrote {args.out}/ (dataset/, train.*, heldout.*, stats.json, judged.jsonl)")
+    if stats["interrupted"]:
+        print(f"interrupted: the corpus holds what was judged before Ctrl-C ({args.out}/judged.jsonl keeps every "
+              "verdict); the same command again resumes it")
+        return 130
     return 0

@@ -24,6 +24,7 @@ from typing import Any
 from kernelgym.coldstart.answer import supported, write_answer
 from kernelgym.coldstart.program import Style, UnsupportedOp
 from kernelgym.coldstart.repair import corrupt
+from kernelgym.interrupt import Interrupted
 from kernelgym.taskgen.compose import Candidate, compose, estimate_within
 from kernelgym.taskgen.fingerprint import code_hash
 from kernelgym.taskgen.ops import OPS
@@ -172,16 +173,24 @@ def _judge(attempts: list[Attempt], tasks: dict[str, Any], config: ColdstartConf
         return
     feedback_chars = EnvConfig().feedback_chars
     start = time.perf_counter()
-    results = judge_many([(tasks[a.task_id], a.answer) for a in todo], jcfg, jobs=config.jobs or default_jobs(),
-                         progress=False)
+    interrupted = None
+    try:
+        results: list[Any] = judge_many([(tasks[a.task_id], a.answer) for a in todo], jcfg,
+                                        jobs=config.jobs or default_jobs(), progress=False)
+    except Interrupted as e:  # Ctrl-C: the verdicts that came back before it are logged all the same
+        results, interrupted = e.done, e
     per = (time.perf_counter() - start) / len(todo)
     for a, r in zip(todo, results, strict=True):
+        if r is None:
+            continue
         a.status = r.status.value
         a.message = (r.message or r.error or "")[:300]
         a.seconds = round(per, 3)
         if a.kind == REPAIR:
             a.feedback = render_feedback(r, feedback_chars)
         log.add(a)
+    if interrupted is not None:
+        raise interrupted
 
 
 def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
@@ -202,13 +211,22 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
     accepted = 0
     columns = (TextColumn("[bold]coldstart[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
+    interrupted = False
     with Progress(*columns, console=Console(stderr=True), disable=not progress) as bar:
         job = bar.add_task("", total=config.n)
         pending: list[Attempt] = []
         stream = iter_tasks(config)
         exhausted = False
         def out_of_time(extra: float = 0.0) -> bool:
-            return bool(config.max_seconds) and time.perf_counter() - start >= config.max_seconds * (1 + extra)
+            return interrupted or (bool(config.max_seconds)
+                                   and time.perf_counter() - start >= config.max_seconds * (1 + extra))
+
+        def judge_batch(batch: list[Attempt]) -> None:
+            nonlocal interrupted
+            try:
+                _judge(batch, tasks, config, log, jcfg)
+            except KeyboardInterrupt:  # Ctrl-C: like --max-seconds, what passed is written
+                interrupted = True
 
         while accepted < config.n and not exhausted and not out_of_time():
             # no more answers in flight than the missing verified ones (plus a little for rejects)
@@ -228,7 +246,7 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
                 tasks[candidate.task_id] = candidate.task()
                 pending += _answers(config, candidate)
             batch, pending = pending, []
-            _judge(batch, tasks, config, log, jcfg)
+            judge_batch(batch)
             accepted = sum(1 for a in log.done.values() if a.kind == SINGLE and a.status == "ok"
                            and a.task_id in tasks)
             bar.update(job, completed=min(accepted, config.n),
@@ -240,7 +258,7 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
             for i in range(0, len(repairs), config.chunk):
                 if out_of_time(0.25):
                     break
-                _judge(repairs[i:i + config.chunk], tasks, config, log, jcfg)
+                judge_batch(repairs[i:i + config.chunk])
     rows = corpus_rows(config, log, tasks, candidates)
     paths = write_corpus(rows, out)
     extra = _more_heldout(config, stream, candidates, skipped_ids)
@@ -248,6 +266,7 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
     stats = corpus_stats(config, log, tasks, candidates, skipped, rows, time.perf_counter() - start)
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     stats["files"] = [str(p) for p in paths]
+    stats["interrupted"] = interrupted
     return stats
 
 

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from kernelgym.interrupt import Interrupted, cancel_pool
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.judge import judge
 from kernelgym.judge.result import EvalResult, Status
@@ -27,7 +28,8 @@ def default_jobs() -> int:
 def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, jobs: int | None = None,
                progress: bool = True, on_result: Callable[[EvalResult], None] | None = None) -> list[EvalResult]:
     """Results in the order of `pairs`. A broken task gives a result with fault `task_error`,
-    so one bad task never loses the other results."""
+    so one bad task never loses the other results. Ctrl-C raises `Interrupted` at once, holding the
+    results that finished before it (the evaluations in flight are killed)."""
     device = config.resolved_device()
     config = JudgeConfig.from_dict({**config.__dict__, "device": device})
     jobs = jobs or default_jobs()
@@ -35,14 +37,22 @@ def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, j
     results: list[EvalResult | None] = [None] * len(pairs)
     columns = (TextColumn("[bold]judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("eta"), TimeRemainingColumn())
-    with Progress(*columns, disable=not progress, transient=False) as bar, ThreadPoolExecutor(jobs) as pool:
-        task_bar = bar.add_task("judging", total=len(pairs))
-        futures = {pool.submit(judge_one, t, a, config, gate): i for i, (t, a) in enumerate(pairs)}
-        for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
-            if on_result is not None:
-                on_result(results[futures[fut]])  # e.g. append to a JSONL file: nothing lost if interrupted
-            bar.advance(task_bar)
+    pool = ThreadPoolExecutor(jobs)
+    try:
+        with Progress(*columns, disable=not progress, transient=False) as bar:
+            task_bar = bar.add_task("judging", total=len(pairs))
+            futures = {pool.submit(judge_one, t, a, config, gate): i for i, (t, a) in enumerate(pairs)}
+            for fut in as_completed(futures):
+                results[futures[fut]] = fut.result()
+                if on_result is not None:
+                    on_result(results[futures[fut]])  # e.g. append to a JSONL file: nothing lost if interrupted
+                bar.advance(task_bar)
+    except KeyboardInterrupt:
+        # Ctrl-C: the evaluations in flight are killed, not waited for; what finished before is kept.
+        cancel_pool(pool)
+        raise Interrupted(results) from None
+    finally:
+        pool.shutdown(wait=True)
     return [r for r in results if r is not None]
 
 

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kernelgym import interrupt
 from kernelgym.judge import protocol
 from kernelgym.judge.candidate_env import MARKER_VAR, child_env
 
@@ -93,6 +94,7 @@ class CandidateProcess:
         os.close(from_child_w)
         self._reader = threading.Thread(target=self._drain_output, daemon=True)
         self._reader.start()
+        self._tracked = interrupt.track(self.kill)  # Ctrl-C kills it (its own session never sees one)
 
     @staticmethod
     def _spawn(argv: list[str], to_child_r: int, from_child_w: int, area_fd: int, scratch: Path,
@@ -274,6 +276,7 @@ class CandidateProcess:
     def close(self) -> None:
         if self._to_child < 0:
             return
+        interrupt.untrack(self._tracked)
         if self.exit_gracefully and self.proc.poll() is None:
             try:
                 protocol.send(self._to_child, {"op": "exit"})

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.resource_tracker
 import resource
 import signal
 import threading
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kernelgym import interrupt
 from kernelgym.tasks.task import Task
 
 # Statuses of a call that did not return; the names the judge uses for a candidate's.
@@ -62,8 +64,16 @@ def run_limited(fn: Callable[..., Any], args: tuple, limits: ChildLimits, device
     receive, send = ctx.Pipe(duplex=False)
     memory = int(limits.memory_gb * (1 << 30)) if device == "cpu" else 0
     proc = ctx.Process(target=_child, args=(send, fn, args, memory), daemon=True)
-    proc.start()
+    # The fork server (started by the first call) and its children inherit SIGINT blocked: a terminal's
+    # Ctrl-C reaches them too, and it is this process's to handle (it kills them), never a traceback of theirs.
+    multiprocessing.resource_tracker.ensure_running()  # first: starting it unblocks SIGINT again
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
     send.close()
+    tracked = interrupt.track(proc.kill)
     try:
         if not receive.poll(limits.timeout_s):
             proc.kill()
@@ -75,6 +85,7 @@ def run_limited(fn: Callable[..., Any], args: tuple, limits: ChildLimits, device
             return _death(proc.exitcode, limits)
         return Outcome("ok", value) if status == "ok" else Outcome(status, message=value)
     finally:
+        interrupt.untrack(tracked)
         receive.close()
         if proc.is_alive():
             proc.kill()
@@ -102,6 +113,8 @@ def each_task(tasks: Sequence[Task], work: Callable[[Task], R], jobs: int = 1, p
             result = work(task)
             with lock:
                 running.discard(task.task_id)
+                if interrupt.stopping():  # Ctrl-C killed its child: an outcome of the kill, not of the task
+                    return result
                 if on_done is not None:
                     on_done(result)
                 bar.update(job, description=", ".join(sorted(running)))
@@ -110,8 +123,14 @@ def each_task(tasks: Sequence[Task], work: Callable[[Task], R], jobs: int = 1, p
 
         if jobs == 1:  # in this thread: an exception from `work` or `on_done` stops the run here
             return [one(t) for t in tasks]
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
             return list(pool.map(one, tasks))
+        except KeyboardInterrupt:
+            interrupt.cancel_pool(pool)  # the queued tasks never start, the children in flight are killed
+            raise
+        finally:
+            pool.shutdown(wait=True)
 
 
 def _death(exitcode: int | None, limits: ChildLimits) -> Outcome:
@@ -122,6 +141,7 @@ def _death(exitcode: int | None, limits: ChildLimits) -> Outcome:
 
 
 def _child(send: multiprocessing.connection.Connection, fn: Callable[..., Any], args: tuple, memory: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a fork server started elsewhere may have it unblocked
     if memory:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
