@@ -29,6 +29,10 @@ class KernelGymArguments:
 
     tasks: str = field(default="builtin", metadata={"help": "task spec: a built-in id, comma-separated ids, "
                                                     "builtin, a directory, kernelbench:PATH[:levelN], hf:NAME"})
+    base_adapter: str | None = field(default=None, metadata={
+        "help": "a peft adapter directory (the SFT LoRA) merged into the model before training: RL then trains "
+                "its own adapter (use_peft) on base + SFT; parts from `python -m train.adapter_parts split` are "
+                "joined first"})
     judge_url: str | None = field(default=None, metadata={"help": "URL of a `kernelgym serve` judging service; "
                                                           "unset: judge in this process"})
     judge_device: str = field(default="auto", metadata={"help": "device the answers run on: cpu, cuda, cuda:N, auto"})

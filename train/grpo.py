@@ -61,7 +61,7 @@ def build_trainer(kg: KernelGymArguments, args: GRPOConfig, model_args: ModelCon
     tasks = resolve_tasks(kg.tasks)
     if not tasks:
         raise ValueError(f"task spec {kg.tasks!r} names no task")
-    model, tokenizer = load_policy(model_args, args)
+    model, tokenizer = load_policy(model_args, args, kg.base_adapter)
     if make_backend is None:
         local_rank = int(os.environ["LOCAL_RANK"]) if "LOCAL_RANK" in os.environ else None
         make_backend = episode_factory(kg.judge_config(local_rank), kg.reward_config(), kg.env_config(), kg.judge_url)
@@ -83,6 +83,25 @@ def resume_target(value: str | None, output_dir: str | Path = ".") -> str | None
     return resolve_resume(value, output_dir)
 
 
+def describe_resume(checkpoint: str | Path) -> str:
+    """Log (and return) what a resume from `checkpoint` continues: the step, and whether the optimizer's
+    state came along (a checkpoint carried without it, `adapter_parts split --no-optimizer`, restarts
+    the optimizer and its scheduler; the step count and the adapter continue)."""
+    import json
+
+    path = Path(checkpoint)
+    state = path / "trainer_state.json"
+    step = json.loads(state.read_text()).get("global_step") if state.is_file() else None
+    if (path / "optimizer.pt").is_file():
+        text = f"resuming from {path} at step {step} with its optimizer state"
+        log.info(text)
+    else:
+        text = (f"resuming from {path} at step {step} without optimizer state: the optimizer and the "
+                "learning-rate schedule restart; the adapter and the step count continue")
+        log.warning(text)
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Train and save; 3 when `max_seconds` stopped it with a checkpoint to resume from."""
     kg, args, model_args = parse_args(argv)
@@ -93,7 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     budget = TimeBudget(kg.max_seconds) if kg.max_seconds else None
     if budget is not None:
         trainer.add_callback(budget)
-    trainer.train(resume_from_checkpoint=resume_target(args.resume_from_checkpoint, args.output_dir))
+    resume = resume_target(args.resume_from_checkpoint, args.output_dir)
+    if resume:
+        describe_resume(resume)
+    trainer.train(resume_from_checkpoint=resume)
     trainer.save_state()  # trainer_state.json: every logged step (rewards, masks, mismatch, time split)
     if guard.diverged:
         raise TrainingDiverged(f"training diverged at {guard.diverged}; model not saved")

@@ -8,6 +8,7 @@ loads it with `GRPOConfig.model_init_kwargs` (filled from `ModelConfig` as TRL's
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,9 +27,41 @@ def training_attention() -> None:
         torch.backends.cuda.enable_cudnn_sdp(False)
 
 
-def load_policy(model_args: Any, args: Any) -> tuple[Any, Any]:
-    """(model, tokenizer) for `GRPOTrainer(model=..., processing_class=...)`; a hub name stays a string.
-    Also sets the attention backends training uses (`training_attention`)."""
+def load_policy(model_args: Any, args: Any, base_adapter: str | Path | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) for `GRPOTrainer(model=..., processing_class=...)`; a hub name stays a string
+    unless `base_adapter` is merged into it (`merge_adapter`). Also sets the attention backends
+    training uses (`training_attention`)."""
+    model, tokenizer = _load_policy(model_args, args)
+    if base_adapter:
+        if isinstance(model, str):
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained(model, **args.model_init_kwargs)
+        model = merge_adapter(model, base_adapter)
+    return model, tokenizer
+
+
+def merge_adapter(model: Any, adapter: str | Path) -> Any:
+    """`model` with the peft adapter in directory `adapter` merged into its weights, a plain model again.
+    RL from an SFT LoRA: RL's own adapter then trains on base + SFT, and the policy with that adapter
+    disabled (TRL's reference when `beta` > 0) is the SFT policy."""
+    path = Path(adapter)
+    if not (path / "adapter_config.json").is_file():
+        hint = (f"; it holds parts: python -m train.adapter_parts join {path} --into DIR"
+                if (path / "manifest.json").is_file() else "")
+        raise ValueError(f"base_adapter {path} is not a peft adapter directory (no adapter_config.json){hint}")
+    from peft import PeftModel
+
+    try:
+        merged = PeftModel.from_pretrained(model, str(path)).merge_and_unload()
+    except (RuntimeError, KeyError, ValueError) as e:  # another base model's adapter: shapes or names differ
+        raise ValueError(f"base_adapter {path} does not fit this model: {str(e).splitlines()[0]}") from None
+    if hasattr(merged, "peft_config"):  # a plain model again: TRL wraps it in RL's adapter as any other
+        del merged.peft_config
+    return merged
+
+
+def _load_policy(model_args: Any, args: Any) -> tuple[Any, Any]:
     training_attention()
     name = model_args.model_name_or_path
     if not name:
