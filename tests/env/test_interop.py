@@ -11,8 +11,13 @@ is installed, one started here with the same limits and a stub judge.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import importlib.util
 import json
 import os
+import re
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -244,6 +249,118 @@ def test_verl_tool_from_verls_registry_plays_and_truncated_rollouts_hold_no_sess
     assert all(isinstance(text, ToolResponse) for text, _, _ in calls)
     assert calls[0][1] == 0.0 and calls[1][1] > 0 and "episode is over" in calls[1][0].text
     assert calls[2][1] == 0.0 and calls[2][0].text.startswith("The episode is over")
+    assert _no_session_left(server)
+
+
+# --- the documented recipes (docs/ENVIRONMENT.md), as written ----------------------------------------
+
+DOCS = ROOT / "docs" / "ENVIRONMENT.md"
+DOCS_URL = "http://127.0.0.1:8001"  # the server URL the recipes name
+
+
+def _recipes() -> dict[str, str]:
+    """Every fenced block of the docs under a `<!-- recipe: NAME ... -->` line, by each of its names."""
+    found = {}
+    for names, body in re.findall(r"<!-- recipe: ([^>]+?) -->\n```\w*\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S):
+        for name in names.split():
+            found[name] = body
+    return found
+
+
+def _tiny_tokenizer(path: Path) -> None:
+    """A small byte-level BPE tokenizer with a chat template, trained on the task prompts, standing in for
+    the documented model (no model hub here)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from kernelgym.env.adapters.backend import task_prompt
+    from kernelgym.tasks.loaders import builtin_task_ids
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator([m["content"] for t in builtin_task_ids() for m in task_prompt(t)],
+                            trainers.BpeTrainer(vocab_size=4000, special_tokens=specials,
+                                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                            chat_template=template).save_pretrained(str(path))
+
+
+def test_verl_documented_recipe_runs_up_to_the_gpu(tmp_path):
+    """The docs' install line for the installed verl holds here, and its command, run as written (the data
+    and YAML recipes too), gets through verl's main_ppo to where verl starts its GPU workers."""
+    pytest.importorskip("verl")
+    import pandas as pd
+    from packaging.requirements import Requirement
+
+    from kernelgym.env.adapters.verl import installed_verl
+
+    recipes, version = _recipes(), installed_verl()
+    major, minor = _verl_minor()
+    (install,) = [line for line in recipes["verl-install"].splitlines() if f'"verl=={version}"' in line] or [None]
+    assert install, f"docs/ENVIRONMENT.md has no install line for verl {version}"
+    for req in (Requirement(r) for r in re.findall(r'"([^"]+)"', install) if not r.startswith("kernelgym")):
+        have = importlib.metadata.version(req.name)
+        assert req.specifier.contains(have, prereleases=True), f"docs pin {req}, this venv has {req.name} {have}"
+    command = recipes.get(f"verl-{major}.{minor}")
+    assert command, f"docs/ENVIRONMENT.md has no command for verl {major}.{minor}"
+
+    subprocess.run([sys.executable, "-c", recipes["verl-data"]], cwd=tmp_path, check=True)
+    for name in ("kernelgym_interaction.yaml", "kernelgym_tool.yaml"):
+        (tmp_path / name).write_text(recipes[name], encoding="utf-8")
+    model = re.search(r"actor_rollout_ref\.model\.path=(\S+)", command).group(1)
+    _tiny_tokenizer(tmp_path / model)
+    summary = tmp_path / "summary.json"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "HF_HUB_OFFLINE": "1",
+           "KG_VERL_SUMMARY": str(summary)}
+    runner = f"python {ROOT / 'tests' / 'env' / 'verl_main_ppo_until_gpu.py'}"
+    assert command.startswith("python -m verl.trainer.main_ppo ")
+    run = subprocess.run(["bash", "-c", command.replace("python -m verl.trainer.main_ppo", runner, 1)], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=540)
+    assert run.returncode == 0 and summary.exists(), run.stdout[-3000:] + run.stderr[-5000:]
+    got = json.loads(summary.read_text())
+
+    n_tasks = len(pd.read_parquet(tmp_path / "kernelgym_train.parquet"))
+    assert got["verl"] == version and got["train_rows"] == got["val_rows"] == n_tasks and got["train_batches"] >= 1
+    assert got["score_of_turns_0.25_0.5"] == 0.75  # our compute_score, through verl's own reward loader
+    assert got["rollout_mode"] == "async" and got["rollout_name"] in ("vllm", "sglang")
+    # verl's tool agent loop reads the row's raw_prompt and is the loop the rows name
+    assert "raw_prompt" in got["item_keys"] and got["agent_name"] == "tool_agent" in got["agent_loops"]
+    if "interaction_config_path" in command:
+        assert got["interactions"] == {kg_verl.INTERACTION_NAME: "KernelGymInteraction"}
+        assert got["interaction_kwargs"]["name"] == kg_verl.INTERACTION_NAME and got["interaction_kwargs"]["task"]
+    else:
+        assert got["tools"] == [kg_verl.TOOL_NAME] and got["tools_kwargs"][kg_verl.TOOL_NAME]["create_kwargs"]["task"]
+
+
+def test_skyrl_documented_override_reaches_the_environment(server):
+    """The docs' SkyRL override, composed by Hydra on skyrl-train's own config (its `main_base` entry point's),
+    gives the environment the server the way skyrl-train's generator does."""
+    skyrl_gym = pytest.importorskip("skyrl_gym")
+    spec = importlib.util.find_spec("skyrl_train")
+    if spec is None:
+        pytest.skip("skyrl-train not installed")
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import ConfigCompositionException
+    from omegaconf import DictConfig
+    from skyrl_gym.envs.registration import registry
+
+    config_dir = str(Path(spec.submodule_search_locations[0]) / "config")
+    overrides = _recipes()["skyrl-override"].replace(DOCS_URL, server).split()
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        cfg = compose(config_name="ppo_base_config", overrides=overrides)
+        with pytest.raises(ConfigCompositionException, match="kernelgym"):  # without the leading +
+            compose(config_name="ppo_base_config", overrides=[o.lstrip("+") for o in overrides])
+    env_config = cfg.environment.skyrl_gym.get(kg_skyrl.ENV_ID, DictConfig({}))  # skyrl_gym_generator.py
+    assert env_config.base_url == server
+    if kg_skyrl.ENV_ID not in registry:
+        kg_skyrl.register()
+    env = skyrl_gym.make(kg_skyrl.ENV_ID, env_config=env_config, extras={"task": "relu", "max_turns": 1})
+    env.init([{"role": "user", "content": "relu"}])
+    assert env.step(WRONG)["done"] is True
     assert _no_session_left(server)
 
 
