@@ -17,20 +17,23 @@ VENV_ROOT=${VENV_ROOT:-/tmp/kg-interop}
 OUT_DIR=${OUT_DIR:-runs/interop/$(date +%Y%m%d-%H%M%S)}
 PORT=${PORT:-8017}
 REUSE=${REUSE:-1}
-ONLY=${ONLY:-"trl116 vf040 sky040 verl060 verl071 verl091"}
+ONLY=${ONLY:-"trl116 vf040 sky040 verl060 verl071 verl080 verl091"}
 TORCH_CPU=${TORCH_CPU:-torch==2.13.0}  # pip's --find-links (/opt/wheels here) supplies the +cpu build
 SERVER_PY=${SERVER_PY:-$ROOT/.venv/bin/python}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 mkdir -p "$OUT_DIR" "$VENV_ROOT"
 
-# name | what to install (beside kernelgym) | kernelgym extras | pytest -k
+# name | what to install (beside kernelgym) | kernelgym extras | pytest -k | installed after, with --no-deps
+# The verl pins are docs/ENVIRONMENT.md's install lines ("verl-install"), which the recipe test checks against the venv.
 SPECS=(
-  "trl116|trl==1.16.0 transformers>=5.2|openenv,cpu|trl"
-  "vf040|verifiers[openenv]==0.4.0||verifiers"  # no openenv 0.10 here (mcp 2 vs mcp<2): uses the URL
-  "sky040|skyrl-gym==0.4.0|openenv,cpu|skyrl"
-  "verl060|verl==0.6.0|openenv,cpu|verl"
-  "verl071|verl==0.7.1|openenv,cpu|verl"
-  "verl091|verl==0.9.1|openenv,cpu|verl"
+  "trl116|trl==1.16.0 transformers>=5.2|openenv,cpu|trl|"
+  "vf040|verifiers[openenv]==0.4.0||verifiers|"  # no openenv 0.10 here (mcp 2 vs mcp<2): uses the URL
+  # skyrl-train 0.3.1 asks for Python 3.12 and flash-attn (a CUDA build); its Hydra config is all the test reads
+  "sky040|skyrl-gym==0.4.0 hydra-core==1.3.2|openenv,cpu|skyrl|skyrl-train==0.3.1"
+  "verl060|verl==0.6.0 pyarrow<26 transformers<5|openenv,cpu|verl|"
+  "verl071|verl==0.7.1 pyarrow<26|openenv,cpu|verl|"
+  "verl080|verl==0.8.0 pyarrow<26|openenv,cpu|verl|"
+  "verl091|verl==0.9.1|openenv,cpu|verl|"
 )
 
 "$SERVER_PY" -m kernelgym.cli env serve --device cpu --tasks relu --max-turns 2 --max-sessions 2 --port "$PORT" \
@@ -52,7 +55,7 @@ record openenv-validate "openenv $("$SERVER_PY" -c 'import importlib.metadata as
   "$rc" $(( $(date +%s) - start )) "$("$SERVER_PY" -c "import json,sys; s=json.load(open(sys.argv[1]))['summary']; print(f\"{s['passed_count']}/{s['total_count']} criteria\")" "$OUT_DIR/openenv_validate.json" 2>/dev/null)"
 
 for spec in "${SPECS[@]}"; do
-  IFS='|' read -r name pkgs extras key <<< "$spec"
+  IFS='|' read -r name pkgs extras key nodeps <<< "$spec"
   [[ " $ONLY " == *" $name "* ]] || continue
   venv=$VENV_ROOT/$name
   start=$(date +%s)
@@ -61,7 +64,8 @@ for spec in "${SPECS[@]}"; do
     target="$ROOT"; [[ -n $extras ]] && target="$ROOT[$extras]"
     torch=(); [[ $extras == *cpu* ]] && torch=("$TORCH_CPU")
     # shellcheck disable=SC2086
-    if ! { "$PY" -m venv "$venv" && "$venv/bin/pip" install -q "${torch[@]}" $pkgs -e "$target" pytest pytest-timeout; } \
+    if ! { "$PY" -m venv "$venv" && "$venv/bin/pip" install -q "${torch[@]}" $pkgs -e "$target" pytest pytest-timeout &&
+           { [[ -z $nodeps ]] || "$venv/bin/pip" install -q --no-deps --ignore-requires-python $nodeps; }; } \
         > "$OUT_DIR/$name.install.log" 2>&1; then
       record "$name" "$pkgs" install-failed $(( $(date +%s) - start )) "$(grep -E '^ERROR' "$OUT_DIR/$name.install.log" | head -1)"
       continue
@@ -69,7 +73,7 @@ for spec in "${SPECS[@]}"; do
   fi
   versions=$("$venv/bin/python" -c "
 import importlib.metadata as m
-names = ('trl', 'transformers', 'verifiers', 'skyrl-gym', 'verl', 'openenv', 'torch')
+names = ('trl', 'transformers', 'verifiers', 'skyrl-gym', 'skyrl-train', 'verl', 'pyarrow', 'openenv', 'torch')
 print(' '.join(f'{n} {m.version(n)}' for n in names if any(True for _ in m.distributions(name=n))))")
   KERNELGYM_INTEROP_URL=$URL "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs tests/env/test_interop.py -k "$key" \
     > "$OUT_DIR/$name.pytest.log" 2>&1
