@@ -2,7 +2,8 @@
 
 `python tests/env/verl_main_ppo_until_gpu.py <overrides>` is `python -m verl.trainer.main_ppo
 <overrides>` with two changes, both at the GPU boundary:
-  * `run_ppo` calls verl's TaskRunner.run in this process instead of as a Ray actor (no cluster);
+  * `run_ppo` calls the TaskRunner's run in this process instead of as a Ray actor (no cluster); on 0.9
+    that is the legacy trainer's (`trainer.use_v1=False`, main_ppo_v0), the V1 trainer is not covered;
   * `RayPPOTrainer.init_workers`, the first call that places workers on GPUs, is replaced by a stop that
     runs the CPU parts of what it would start: verl's reward loading (the reward loop worker's on
     verl >= 0.7; 0.6 loaded it in TaskRunner.run already) and the interactions or tools of the agent loop.
@@ -72,11 +73,12 @@ def _summary(trainer) -> dict:
 
 def main() -> None:
     import verl.trainer.main_ppo as main_ppo
-
-    runner_cls = getattr(main_ppo.TaskRunner, "__ray_actor_class__", main_ppo.TaskRunner)  # 0.6: a Ray actor
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
     def run_here(config, task_runner_class=None):
-        runner_cls().run(config)
+        # 0.6 and 0.9 hand run_ppo a Ray actor class (0.9: main_ppo_v0.TaskRunner), 0.7-0.8 nothing
+        runner = task_runner_class or main_ppo.TaskRunner
+        getattr(runner, "__ray_actor_class__", runner)().run(config)
 
     def stop(trainer):
         summary = _summary(trainer)
@@ -85,7 +87,7 @@ def main() -> None:
         raise GpuBoundary("stopped where verl starts its GPU workers (RayPPOTrainer.init_workers)")
 
     main_ppo.run_ppo = run_here
-    main_ppo.RayPPOTrainer.init_workers = stop
+    RayPPOTrainer.init_workers = stop
     sys.argv[0] = main_ppo.__file__
     try:
         main_ppo.main()
