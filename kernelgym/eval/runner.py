@@ -1,7 +1,9 @@
 """`run_eval`: generate answers turn by turn, judge them through the service, write everything down.
 
 The run directory holds:
-  run.json           what was asked (model, backend, tasks, `EvalConfig`)
+  run.json           what was asked (model, backend, tasks, `EvalConfig`), the model's provenance
+                     (`eval.provenance`: weight files' SHA-256, what is known of them) and every
+                     invocation (the exact command, the commit and whether the checkout had changes)
   generations.jsonl  every answer (`Generation`), written as soon as its generate call returns
   results.jsonl      every verdict (`Attempt`), written as soon as the service returns it
   audit.jsonl        the degenerate-task audit, one line per task
@@ -283,7 +285,9 @@ def _check_tasks(tasks: Sequence[Task]) -> None:
 
 def _start_run(files: RunFiles, config: EvalConfig, tasks: Sequence[Task], info: dict[str, Any]) -> None:
     """Write run.json, or check that a run being resumed asked for the same answers."""
-    record = {**info, "config": asdict(config), "tasks": [t.task_id for t in tasks]}
+    invocation = info.get("invocation")
+    record = {**{k: v for k, v in info.items() if k != "invocation"}, "config": asdict(config),
+              "tasks": [t.task_id for t in tasks], "invocations": [invocation] if invocation else []}
     if files.info.is_file():
         before = json.loads(files.info.read_text())
         changed = [k for k in FIXED_SETTINGS if before.get("config", {}).get(k) != record["config"].get(k)]
@@ -293,6 +297,7 @@ def _start_run(files: RunFiles, config: EvalConfig, tasks: Sequence[Task], info:
             raise EvalError(f"{files.root} holds a run with {was}; this one asks for {now}. Use another --out "
                             "directory, or delete that one to start over")
         record["started"] = before.get("started", record.get("started"))
+        record["invocations"] = before.get("invocations", []) + record["invocations"]  # each command that resumed it
         record["resumed"] = before.get("resumed", 0) + 1
     files.root.mkdir(parents=True, exist_ok=True)
     record.setdefault("started", time.strftime("%Y-%m-%d %H:%M:%S"))
