@@ -21,6 +21,7 @@ from kernelgym import interrupt
 from kernelgym.interrupt import Interrupted
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.result import EvalResult
+from kernelgym.tasks.loaders import TASK_SPEC_HELP
 from kernelgym.tasks.task import TaskError
 
 # Pipes and CI logs get a wide table instead of rich's 80-column default.
@@ -35,7 +36,6 @@ class UsageError(Exception):
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # what the command records (`kernelgym eval`)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what the command records (`kernelgym eval`)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -80,18 +80,20 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     j = sub.add_parser("judge", help="judge one answer against one task")
-    j.add_argument("task", help="built-in task id, task .py file, or kernelbench:/hf: spec naming one task")
+    j.add_argument("task", help=f"the task, one of: {TASK_SPEC_HELP} (naming exactly one task)")
     j.add_argument("answer", help="answer file (text with a ```python block, or plain code); '-' reads stdin")
     _add_judge_options(j)
     j.add_argument("--json", action="store_true", help="print the full EvalResult as JSON")
     j.set_defaults(func=_cmd_judge)
 
-    r = sub.add_parser("run", help="the main job on the embedded default: judge every built-in answer",
+    r = sub.add_parser("run", help="judge every built-in answer: a check of the judge on this machine (the main "
+                                   "job, GRPO training, is train/grpo.py: README)",
                        description="Judge the built-in answer of every task of --tasks. Each task's reference first "
-                                   "runs once in its own memory- and time-limited child (the preflight); a task over "
-                                   "a limit (or broken) is a row of its own and is not judged. Exit 0 when every "
-                                   "answer is ok, 1 when one is not or a task was not judged, 2 on a usage error.")
-    r.add_argument("--tasks", default="builtin", help="task spec (default: all built-in tasks)")
+                                   "runs once in its own memory- and time-limited child (the preflight, a line per "
+                                   "task); a task over a limit (or broken) is a row of its own and is not judged. "
+                                   "Exit 0 when every answer is ok, 1 when one is not or a task was not judged, 2 on "
+                                   "a usage error, 130 after Ctrl-C (what was judged is printed and kept).")
+    r.add_argument("--tasks", default="builtin", help=f"task spec (default: builtin): {TASK_SPEC_HELP}")
     r.add_argument("--jobs", type=int, default=None, help="evaluations in parallel (default: CPU count, max 8); "
                                                           "preflight children at once on cpu (one at a time on a GPU)")
     r.add_argument("--json-out", type=Path, default=None, help="also write every EvalResult as JSON lines here")
@@ -106,12 +108,21 @@ def _build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tasks", help="task sets")
     tsub = t.add_subparsers(dest="tasks_command", required=True)
     tl = tsub.add_parser("list", help="list the tasks of a spec")
-    tl.add_argument("spec", nargs="?", default="builtin")
+    tl.add_argument("spec", nargs="?", default="builtin", help=f"task spec (default: builtin): {TASK_SPEC_HELP}")
     tl.set_defaults(func=_cmd_tasks_list)
-    ta = tsub.add_parser("audit", help="negative controls (zeros, constant, mean, identity, stale) on every task (RH-12)")
-    ta.add_argument("spec", nargs="?", default="builtin", help="task spec: builtin, a file/dir, kernelbench:, hf:")
+    ta = tsub.add_parser("audit", help="negative controls (zeros, constant, mean, identity, stale) on every task (RH-12)",
+                         description="Find tasks a trivial answer passes (RH-12). For every task, in its own memory- "
+                                     "and time-limited child, the reference runs on --trials seeds per input "
+                                     "distribution and five outputs that compute nothing are compared to it as the "
+                                     "judge would: all zeros, one constant, the reference's mean, the input passed "
+                                     "through (identity) and another seed's output (stale). A task one of them "
+                                     "passes is 'degenerate'; a task over a limit or broken is listed as not "
+                                     "audited. Exit 0 when every task is sound, 1 otherwise.")
+    ta.add_argument("spec", nargs="?", default="builtin", help=f"task spec (default: builtin): {TASK_SPEC_HELP}")
     ta.add_argument("--device", default="cpu", help="cpu (small size, default) or cuda (full size)")
-    ta.add_argument("--size", default="auto", choices=["auto", "full", "small"])
+    ta.add_argument("--size", default="auto", choices=["auto", "full", "small"],
+                    help="task size: full (the task's own), small (KERNELGYM_SMALL or halved constants), "
+                         "auto (full on a GPU, small on cpu)")
     ta.add_argument("--trials", type=int, default=3, help="seeds per input distribution (>= 2)")
     ta.add_argument("--json-out", type=Path, default=None, help="JSONL of every audit, a line as each task finishes")
     ta.add_argument("--resume", action="store_true", help="skip the tasks --json-out already holds")
@@ -142,9 +153,10 @@ def _build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmarks whose numbers go to docs/BENCHMARKS.md")
     bsub = b.add_subparsers(dest="bench_command", required=True)
     bj = bsub.add_parser("judge", help="per-phase time per evaluation and speedup spread over repeats")
-    bj.add_argument("--tasks", nargs="+", default=["relu", "softmax", "matmul_square"])
-    bj.add_argument("--repeats", type=int, default=10)
-    bj.add_argument("--json-out", type=Path, default=None)
+    bj.add_argument("--tasks", nargs="+", default=["relu", "softmax", "matmul_square"],
+                    help="built-in task ids whose built-in answers are judged")
+    bj.add_argument("--repeats", type=int, default=10, help="evaluations per task (the speedup spread is over them)")
+    bj.add_argument("--json-out", type=Path, default=None, help="also write the report as JSON here")
     bj.add_argument("--jobs", type=int, default=1, help="evaluations in parallel (timing stays serialised)")
     _add_judge_options(bj)
     bj.set_defaults(func=_cmd_bench_judge)
@@ -163,14 +175,14 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="the training mix: the same kinds made from a cold-start corpus's generated tasks and "
                          "verified answers (`kernelgym data coldstart`), at the sizes training uses")
     bs.add_argument("--per-task", type=int, default=8, help="with --corpus: answers per task (an RL group)")
-    bs.add_argument("--json-out", type=Path, default=None)
+    bs.add_argument("--json-out", type=Path, default=None, help="also write the report as JSON here")
     _add_judge_options(bs)
     bs.set_defaults(func=_cmd_bench_service)
     be = bsub.add_parser("env", help="per-step latency of the environment in process vs through its WebSocket "
                                      "server, judging excluded (stub judge)")
-    be.add_argument("--steps", type=int, default=300)
+    be.add_argument("--steps", type=int, default=300, help="environment steps timed per mode")
     be.add_argument("--sessions", type=int, default=1, help="concurrent clients of the server")
-    be.add_argument("--json-out", type=Path, default=None)
+    be.add_argument("--json-out", type=Path, default=None, help="also write the report as JSON here")
     be.set_defaults(func=_cmd_bench_env)
     from kernelgym.generation.bench import build_parser as generate_bench_parser
 
@@ -184,7 +196,7 @@ def _build_parser() -> argparse.ArgumentParser:
     es = esub.add_parser("serve", help="serve episodes to RL frameworks over OpenEnv's WebSocket protocol "
                                        "(one session, one episode at a time, per connection)")
     es.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
-    es.add_argument("--port", type=int, default=8001)
+    es.add_argument("--port", type=int, default=8001, help="port to listen on")
     es.add_argument("--tasks", default="builtin", help="task spec served; clients pick tasks by id from it")
     es.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions")
     es.add_argument("--jobs", type=int, default=None, help="judge calls in flight (default: CPU count, max 8)")
@@ -209,7 +221,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--backend", default="local", choices=["local", "ray"],
                     help="local: worker processes on this machine's GPUs (default); ray: actors on a Ray cluster")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
-    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--port", type=int, default=8000, help="port to listen on")
     sv.add_argument("--db", type=Path, default=Path("kernelgym.db"), help="SQLite result store (created if missing)")
     sv.add_argument("--token", default=None,
                     help="require this bearer token (default: $KERNELGYM_TOKEN; none: no auth)")
@@ -237,7 +249,9 @@ def _build_parser() -> argparse.ArgumentParser:
 def _add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     p.add_argument("--size", default="auto", choices=["auto", "full", "small"], help="task size (auto: full on GPU)")
-    p.add_argument("--trials", type=int, default=5, help="correctness trials")
+    p.add_argument("--trials", type=int, default=5,
+                   help="secret correctness trials; a cache probe and a hidden-variant trial (when the task has "
+                        "one) run on top, so the table's trials column counts up to this + 2")
     p.add_argument("--timeout", type=float, default=300.0, help="wall-clock limit per answer, seconds")
     p.add_argument("--seed", type=int, default=None, help="master seed (default: a secret one per evaluation)")
     p.add_argument("--reps", type=int, default=50, help="timed calls per measurement, at least")
@@ -547,7 +561,8 @@ def _fmt(x: float | None, spec: str) -> str:
 
 def _print_results(results: list[EvalResult]) -> None:
     table = Table("task", "status", "trials", "max abs err", "eager ms", "answer ms", "vs eager", "vs compile",
-                  "triton share", "seconds")
+                  "triton share", "seconds",
+                  caption="trials: passed/run, the --trials secret trials plus the cache probe and a hidden variant")
     for r in results:
         passed = sum(t.passed for t in r.trials)
         errs = [t.max_abs_error for t in r.trials if t.max_abs_error is not None]

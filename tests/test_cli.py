@@ -37,6 +37,7 @@ def test_run_judges_builtin_answers_and_prints_a_table(tmp_path):
     p = run_cli("run", "--device", "cpu", "--tasks", "relu", "--json-out", str(out))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1/1 ok" in p.stdout and "relu" in p.stdout
+    assert "the --trials secret trials plus the cache probe and a hidden variant" in p.stdout  # why 7/7 for 5
     assert json.loads(out.read_text().splitlines()[0])["status"] == "ok"
 
 
@@ -103,3 +104,38 @@ def test_redteam_on_one_threat_prints_the_table():
     assert "RH-01" in res.stdout and "caught without static rules" in res.stdout
     res = run_cli("redteam", "--no-legit", "--no-exploits")
     assert res.returncode == 2 and "nothing to run" in res.stderr
+
+
+def _subcommands(parser, path=("kernelgym",)):
+    """(command path, parser) of every command and subcommand."""
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _subcommands(sub, path + (name,))
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    import argparse
+
+    from kernelgym.cli import _build_parser
+
+    silent = [f"{' '.join(path)} {a.option_strings or a.dest}" for path, p in _subcommands(_build_parser())
+              for a in p._actions
+              if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]
+    assert silent == []
+
+
+def test_help_names_every_task_spec_form_and_what_the_audit_checks():
+    from kernelgym.cli import _build_parser
+
+    helps = {" ".join(path): p.format_help() for path, p in _subcommands(_build_parser())}
+    for command in ("kernelgym eval", "kernelgym tasks audit", "kernelgym tasks list", "kernelgym run"):
+        text = " ".join(helps[command].split())  # argparse wraps lines
+        assert all(form in text for form in ("kernelbench:", "hf:", "gen:DIR[:train|heldout")), command
+    audit = " ".join(helps["kernelgym tasks audit"].split())
+    assert all(control in audit for control in ("zeros", "constant", "mean", "identity", "stale", "degenerate"))
+    top = " ".join(helps["kernelgym"].split())
+    assert "a check of the judge on this machine (the main job, GRPO training, is train/grpo.py" in top  # as README

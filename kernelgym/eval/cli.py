@@ -27,6 +27,7 @@ from kernelgym.eval.runner import EvalConfig, EvalError, RunFiles, read_screen, 
 from kernelgym.generation.backends import BACKENDS
 from kernelgym.generation.base import GenerationError, Generator
 from kernelgym.generation.models import DTYPES, parse_model_spec
+from kernelgym.tasks.loaders import TASK_SPEC_HELP
 from kernelgym.tasks.preflight import TaskCheck, preflight_table
 
 console = Console() if sys.stdout.isatty() else Console(width=160)
@@ -50,14 +51,13 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--concurrency", type=int, default=8, help="endpoint requests in flight")
     g.add_argument("--gpu-memory-utilization", type=float, default=0.5, help="vLLM's share of the GPU")
     t = e.add_argument_group("tasks and sampling")
-    t.add_argument("--tasks", help="task spec: built-in ids, builtin, a file/dir, kernelbench:PATH[:levelN], "
-                                   "hf:NAME[:level_N]; comma-separated")
+    t.add_argument("--tasks", help=f"task spec: {TASK_SPEC_HELP}")
     t.add_argument("--limit", type=int, default=None, help="only the first N tasks of the spec")
     t.add_argument("--samples", "-k", type=int, default=1, help="answers per task (the k of pass@k)")
     t.add_argument("--turns", type=int, default=1, help="turns per sample, with the judge's feedback in between")
     t.add_argument("--context-turns", type=int, default=None,
                    help="previous turns kept in the prompt (the latest plus the best others); default: all")
-    t.add_argument("--max-new-tokens", type=int, default=4096)
+    t.add_argument("--max-new-tokens", type=int, default=4096, help="tokens per answer (default 4096)")
     t.add_argument("--temperature", type=float, default=None, help="default: 0 (greedy) for 1 sample, else 0.7")
     t.add_argument("--seed", type=int, default=0, help="generation seed")
     t.add_argument("--gen-batch", type=int, default=32, help="sequences per generate call")

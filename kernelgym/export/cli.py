@@ -30,7 +30,7 @@ def add_data_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--tasks", default=None, help="task spec for store requests that carry no inline source "
                                                  "(e.g. builtin, gen:DIR, kernelbench:PATH)")
     e.add_argument("--out", type=Path, required=True, help="output directory")
-    e.add_argument("--format", default="parquet", choices=["parquet", "jsonl"])
+    e.add_argument("--format", default="parquet", choices=["parquet", "jsonl"], help="file format of the datasets")
     e.add_argument("--reward", default="drkernel", help="reward for store requests (a key of rewards.REWARDS)")
     e.add_argument("--baseline", default="eager", choices=["eager", "compile"], help="speedup baseline")
     e.add_argument("--min-triton-share", type=float, default=0.0, help="SFT filter: tau")

@@ -46,7 +46,7 @@ def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1, help="timed calls after one short warm-up call; the median counts")
     p.add_argument("--dtype", default="auto", help="auto (bfloat16 on a GPU that has it), bfloat16, float16, float32")
     p.add_argument("--device", default=None, help="default: cuda if available, else cpu")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random weights and prompts")
     p.add_argument("--json", type=Path, default=None, help="also write the result as JSON here")
     return p
 

@@ -17,6 +17,10 @@ from pathlib import Path
 
 from kernelgym.tasks.task import Task, TaskError
 
+# What every command's task-spec argument says of the grammar above (`resolve_tasks`).
+TASK_SPEC_HELP = ("a built-in id or builtin (all), a task .py file or directory, kernelbench:PATH[:levelN], "
+                  "hf:NAME_OR_PATH[:level_N], gen:DIR[:train|heldout|heldout_family] (a set from `tasks generate` "
+                  "or `data coldstart`'s OUT/tasks); comma-separated for several")
 HF_DEFAULT_DATASET = "ScalingIntelligence/KernelBench"
 HF_COLUMNS = ("code", "level", "name", "problem_id")
 
