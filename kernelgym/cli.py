@@ -111,13 +111,15 @@ def _build_parser() -> argparse.ArgumentParser:
     tl.add_argument("spec", nargs="?", default="builtin", help=f"task spec (default: builtin): {TASK_SPEC_HELP}")
     tl.set_defaults(func=_cmd_tasks_list)
     ta = tsub.add_parser("audit", help="negative controls (zeros, constant, mean, identity, stale) on every task (RH-12)",
-                         description="Find tasks a trivial answer passes (RH-12). For every task, in its own memory- "
-                                     "and time-limited child, the reference runs on --trials seeds per input "
-                                     "distribution and five outputs that compute nothing are compared to it as the "
-                                     "judge would: all zeros, one constant, the reference's mean, the input passed "
-                                     "through (identity) and another seed's output (stale). A task one of them "
-                                     "passes is 'degenerate'; a task over a limit or broken is listed as not "
-                                     "audited. Exit 0 when every task is sound, 1 otherwise.")
+                         description="Find tasks an answer that computes nothing passes (RH-12). For every task, "
+                                     "in its own memory- and time-limited child, the reference runs on --trials "
+                                     "seeds per input distribution (task, signed, wide) and negative controls are "
+                                     "compared with its outputs as the judge compares: zeros, the output's mean as "
+                                     "a constant, the row mean, an input passed through (identity), another seed's "
+                                     "output (stale) and the reference rebuilt under another init seed (reseed). A "
+                                     "task a control passes under every distribution is 'degenerate'; a task over a "
+                                     "limit or broken is a row of its own (not audited). Exit 0 when every task is "
+                                     "sound, 1 otherwise.")
     ta.add_argument("spec", nargs="?", default="builtin", help=f"task spec (default: builtin): {TASK_SPEC_HELP}")
     ta.add_argument("--device", default="cpu", help="cpu (small size, default) or cuda (full size)")
     ta.add_argument("--size", default="auto", choices=["auto", "full", "small"],
