@@ -27,7 +27,8 @@ mkdir -p "$OUT_DIR" "$VENV_ROOT"
 # The verl pins are docs/ENVIRONMENT.md's install lines ("verl-install"), which the recipe test checks against the venv.
 SPECS=(
   "trl116|trl==1.16.0 transformers>=5.2|openenv,cpu|trl|"
-  "vf040|verifiers[openenv]==0.4.0||verifiers|"  # no openenv 0.10 here (mcp 2 vs mcp<2): uses the URL
+  # no openenv 0.10 here (mcp 2 vs mcp<2): uses the URL; uv runs the chat program of vf-eval's null harness
+  "vf040|verifiers[openenv]==0.4.0 uv||verifiers|"
   # skyrl-train 0.3.1 asks for Python 3.12 and flash-attn (a CUDA build); its Hydra config is all the test reads
   "sky040|skyrl-gym==0.4.0 hydra-core==1.3.2|openenv,cpu|skyrl|skyrl-train==0.3.1"
   "verl060|verl==0.6.0 pyarrow<26 transformers<5|openenv,cpu|verl|"

@@ -428,9 +428,12 @@ class KernelGymEnvironment(Environment[KernelGymAction, KernelGymObservation, Ke
 
     def _shown(self, obs: KernelGymObservation) -> KernelGymObservation:
         """`obs` as the session's view shows it: in `chat`, the messages alone (the feedback once, as the
-        turn renders it), without the judge result and the metadata a trainer reads."""
-        return obs if self._view == "full" else KernelGymObservation(messages=obs.messages, done=obs.done,
-                                                                      reward=obs.reward)
+        turn renders it), without the judge result and the metadata a trainer reads; a pending turn keeps
+        `metadata["pending"]`, so a client can collect it without showing the model."""
+        if self._view == "full":
+            return obs
+        pending = {"pending": True} if obs.metadata.get("pending") else {}
+        return KernelGymObservation(messages=obs.messages, done=obs.done, reward=obs.reward, metadata=pending)
 
     async def step_async(self, action: KernelGymAction, timeout_s: float | None = None,
                          **kwargs: Any) -> KernelGymObservation:

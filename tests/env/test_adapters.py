@@ -308,6 +308,52 @@ def test_verifiers_taskset_config_names_one_reset_per_task_with_a_reply_deadline
     assert verifiers.taskset_config("http://h:8001")["resets"] == [deadline]  # the server draws a task
     with pytest.raises(ValueError, match="empty"):
         verifiers.taskset_config("http://h:8001", [])
+    with pytest.raises(ValueError, match="reply_within_s must be positive"):
+        verifiers.taskset_config("http://h:8001", ["relu"], reply_within_s=0)
+
+
+def test_verifiers_collects_an_answer_judged_after_the_reply_deadline_without_a_model_turn():
+    # issue 29.2: with the judge busy, verifiers' OpenEnv loop showed the pending turn to the model, whose
+    # `wait` reply spent one of its max_turns; a correct answer left pending at the turn limit scored 0.
+    # step_collecting (what kernelgym_verifiers.KernelGymEnv steps with) collects it before the next turn.
+    pytest.importorskip("openenv")
+    import threading
+
+    from openenv.core import GenericEnvClient
+
+    from kernelgym.env.server import BackgroundServer, create_server_app
+
+    busy = threading.Event()
+
+    def slow_judge(task, answer, config):  # judges nothing until the server has answered the step as pending
+        busy.wait(30)
+        return _judge(task, answer, config)
+
+    class Watched:
+        """The OpenEnv client, recording each step and freeing the judge once a step came back pending."""
+
+        def __init__(self, client):
+            self.client, self.steps = client, []
+
+        async def step(self, action):
+            result = await self.client.step(action)
+            self.steps.append((action["answer"], verifiers.is_pending(result), result.reward))
+            if verifiers.is_pending(result):
+                busy.set()
+            return result
+
+    async def one_answer(url):
+        async with GenericEnvClient(base_url=url) as client:
+            await client.reset(**verifiers.taskset_config(url, ["relu"], reply_within_s=0.2)["resets"][0])
+            watched = Watched(client)
+            result, reward = await verifiers.step_collecting(watched, "my good kernel")
+            return result, reward, watched.steps
+
+    app = create_server_app(CPU, env_config=EnvConfig(max_turns=1), tasks="relu", judge_fn=slow_judge)
+    with BackgroundServer(app) as url:
+        result, reward, steps = asyncio.run(one_answer(url))
+    assert steps == [("my good kernel", True, 0.0), ("wait", False, pytest.approx(0.5))]
+    assert result.done and reward == pytest.approx(0.5)  # the one answer of a one-turn episode, scored
 
 
 def test_a_generic_openenv_client_plays_an_episode_with_a_raw_reply():
