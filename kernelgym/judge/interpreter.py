@@ -14,7 +14,8 @@ And one fails only on older Triton (3.6, the GPU image's, under NumPy 2): a scal
 used as a Python integer (`for k in range(0, K, BLOCK_K)`) raises "only 0-dimensional arrays can
 be converted to Python scalars", because the interpreter converts a one-element array with `int()`.
 
-`make_interpreter_faithful` gives each a CPU counterpart. The rules it follows:
+`make_interpreter_faithful` gives each a CPU counterpart, and installs `interpreter_semantics`
+(boolean operators, program order, float scalars and grid arguments as a GPU has them). The rules it follows:
 - Autotune: nothing is timed on CPU, so every config of a new key runs once on the real arguments
   (hooks, `reset_to_zero` and `restore_value` included, as in GPU tuning, so a config that fails
   or an answer that relies on a single launch fails here too) and the first config then serves
@@ -79,6 +80,9 @@ def make_interpreter_faithful() -> None:
     _install_warmup()
     _install_torch_cuda_facts()
     _install_scalar_index()
+    from kernelgym.judge import interpreter_semantics
+
+    interpreter_semantics.install()  # `and`/`or`, program order, float scalars, grid arguments: as on a GPU
     _INSTALLED = True
 
 

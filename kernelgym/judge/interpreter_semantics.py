@@ -1,0 +1,162 @@
+"""The GPU's program semantics under Triton's CPU interpreter, where the interpreter's own differ.
+
+`interpreter.py` makes the interpreter *run* what a GPU answer runs (autotune, libdevice, driver
+facts). This module makes it *compute* what the GPU computes, for four things an answer may do
+that the interpreter (triton 3.9) handles in plain Python instead:
+
+- `a and b`, `a or b` between tensors: the GPU front end evaluates every dynamic operand and combines
+  them with `logical_and` / `logical_or` (constexpr operands still short-circuit). The interpreter
+  runs Python's `and`, which keeps one operand by a truth test: `(offs < n) and (offs >= m)` became
+  `offs >= m`, and a load under that mask read past the end of its buffer.
+- Program order: a GPU runs a grid's programs in no promised order; the interpreter runs them one
+  after another in index order, so a scan that reads the previous program's result without waiting
+  for it was exact on CPU and racy on the GPU. Programs run here in a seeded shuffled order.
+- Float scalar arguments: the GPU passes a Python float as an fp32 scalar; the interpreter passed the
+  Python float itself, so `scale.to(tl.float16)` failed and arithmetic ran in float64.
+- A grid callable gets the launch's own arguments on the GPU (tensors, ints); the interpreter gave it
+  the converted kernel arguments (pointers as 0-d tensors).
+
+`install` replaces `GridExecutor.__call__` with `_run_grid` (the interpreter's steps, with the three
+launch differences fixed) and adds a `BoolOp` rewrite to the interpreter's AST transformer. It only
+installs on interpreters whose internals it knows (it checks for each name it uses) and says why not.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import logging
+from typing import Any, Callable
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+# Seeds the program order of the n-th launch in this process: reproducible run to run.
+_ORDER_SALT = 0x5EED_0F_6D1D
+_LAUNCHES = [0]
+_NEEDED = ("GridExecutor", "ASTTransformer", "_patch_lang", "_implicit_cvt", "interpreter_builder",
+           "InterpreterError", "TensorHandle")
+
+
+def install() -> str:
+    """Install the GPU semantics into Triton's interpreter; '' when done, else why not (idempotent)."""
+    from triton.runtime import interpreter as interp
+
+    missing = [n for n in _NEEDED if not hasattr(interp, n)]
+    executor = getattr(interp, "GridExecutor", None)
+    missing += [f"GridExecutor.{m}" for m in ("_init_args_hst", "_restore_args_dev")
+                if executor is not None and not hasattr(executor, m)]
+    if missing:
+        why = f"this Triton's interpreter lacks {', '.join(missing)}: its own semantics stay"
+        log.warning(why)
+        return why
+    if getattr(executor.__call__, "_kernelgym", False):
+        return ""
+    _run_grid._kernelgym = True  # type: ignore[attr-defined]
+    executor.__call__ = _run_grid
+    transformer = interp.ASTTransformer
+    if not hasattr(transformer, "visit_BoolOp"):
+        transformer.visit_BoolOp = _visit_bool_op
+    interp._kernelgym_bool_op = bool_op  # rewritten kernels see the interpreter module's globals
+    return ""
+
+
+# -- boolean operators ---------------------------------------------------------------------------
+def _visit_bool_op(self: ast.NodeTransformer, node: ast.BoolOp) -> ast.AST:
+    """`v1 and v2 ...` -> `_kernelgym_bool_op("and", lambda: v1, lambda: v2, ...)`: the operands stay
+    lazy, so a constexpr operand still short-circuits the ones after it, as on the GPU."""
+    node = self.generic_visit(node)
+    no_args = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+    thunks = [ast.Lambda(args=no_args, body=value) for value in node.values]
+    op = ast.Constant("and" if isinstance(node.op, ast.And) else "or")
+    call = ast.Call(func=ast.Name(id="_kernelgym_bool_op", ctx=ast.Load()), args=[op, *thunks], keywords=[])
+    return ast.copy_location(call, node)
+
+
+def bool_op(op: str, *thunks: Callable[[], Any]) -> Any:
+    """The GPU front end's `and`/`or` (code_generator's boolean values): a constant operand decides by
+    its truth (false ends an `and`, true an `or`) or drops out; the dynamic ones are all evaluated and
+    combined element-wise, right to left; with none, the last operand."""
+    import triton.language as tl
+
+    dynamic: list[Any] = []
+    value: Any = None
+    for thunk in thunks:
+        value = thunk()
+        if isinstance(value, tl.tensor):
+            dynamic.append(value)
+            continue
+        truth = bool(value.value if isinstance(value, tl.constexpr) else value)
+        if truth is (op == "or"):
+            return value
+    if not dynamic:
+        return value
+    while len(dynamic) >= 2:
+        rhs, lhs = dynamic.pop(), dynamic.pop()
+        dynamic.append(lhs.logical_and(rhs) if op == "and" else lhs.logical_or(rhs))
+    return dynamic[0]
+
+
+# -- launches ------------------------------------------------------------------------------------
+def program_order(grid: tuple[int, int, int], seed: int) -> np.ndarray:
+    """Every program of `grid` once, as rows (x, y, z), in a shuffled order drawn from `seed`."""
+    gx, gy, gz = grid
+    flat = np.random.default_rng(seed).permutation(gx * gy * gz)
+    x, rest = np.divmod(flat, gy * gz)
+    y, z = np.divmod(rest, gz)
+    return np.stack([x, y, z], axis=1)
+
+
+def kernel_value(arg: Any) -> Any:
+    """A launch argument as the kernel sees it: a Python float is an fp32 scalar, as the GPU launcher
+    passes it; the rest as the interpreter converts them."""
+    from triton.runtime import interpreter as interp
+
+    if isinstance(arg, float):
+        import triton.language as tl
+
+        return tl.tensor(interp.TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32)
+    if isinstance(arg, tuple) and hasattr(interp, "_tuple_create"):
+        return interp._tuple_create(arg, [kernel_value(a) for a in arg])
+    return interp._implicit_cvt(arg)
+
+
+def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
+    """`GridExecutor.__call__` with the GPU's launch semantics (module docstring): host copies of the
+    arguments, pre-run hooks, the grid from the launch's own arguments, every program in a shuffled
+    order with the converted arguments, the results copied back."""
+    import triton
+    from triton.runtime import interpreter as interp
+
+    spec = inspect.getfullargspec(self.fn)
+    kwargs = {k: v for k, v in kwargs.items() if k in spec.args or k in spec.kwonlyargs}
+    args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
+    for hook in self.pre_run_hooks:
+        hook(*args_hst, **kwargs_hst)
+    scope = interp._patch_lang(self.fn)
+    try:
+        bound = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
+        grid = self.grid(dict(bound)) if callable(self.grid) else self.grid
+        grid = tuple(int(g) for g in grid)
+        if len(grid) > 3:
+            raise ValueError(f"a grid has at most 3 dimensions, not {len(grid)}")
+        grid = grid + (1,) * (3 - len(grid))
+        constexprs = set(getattr(self, "constexprs", ()))
+        args = {name: arg if name in constexprs else kernel_value(arg) for name, arg in bound.items()}
+        interp.interpreter_builder.set_grid_dim(*grid)
+        _LAUNCHES[0] += 1
+        try:
+            for x, y, z in program_order(grid, _ORDER_SALT + _LAUNCHES[0]).tolist():
+                interp.interpreter_builder.set_grid_idx(x, y, z)
+                self.fn(**args)
+        except Exception as e:
+            if getattr(getattr(getattr(triton, "knobs", None), "compilation", None), "front_end_debugging", False):
+                raise
+            raise interp.InterpreterError(repr(e)) from e
+    finally:
+        scope.restore()
+    self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
+
+
+__all__ = ["bool_op", "install", "kernel_value", "program_order"]

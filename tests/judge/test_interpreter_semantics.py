@@ -1,0 +1,109 @@
+"""Under the interpreter, kernels compute what the GPU computes: `and`/`or` between tensors, program
+order, float scalar arguments, and what a grid callable sees (`kernelgym.judge.interpreter_semantics`).
+
+Real kernels in this process under `TRITON_INTERPRET=1` after `make_interpreter_faithful()`.
+"""
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from kernelgym.judge.interpreter import interpreting, make_interpreter_faithful
+from kernelgym.judge.interpreter_semantics import program_order
+
+pytestmark = pytest.mark.skipif(not interpreting(), reason="runs Triton's CPU interpreter")
+make_interpreter_faithful()
+
+
+@triton.jit
+def window_copy(x_ptr, out_ptr, lo, hi, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    inside = (offs >= lo) and (offs < hi)  # the GPU: element-wise logical and
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=inside, other=-1.0), mask=offs < BLOCK)
+
+
+@triton.jit
+def window_outside(x_ptr, out_ptr, lo, hi, BLOCK: tl.constexpr, USE_HI: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    outside = (offs < lo) or (USE_HI and offs >= hi)  # a constexpr operand short-circuits its chain
+    tl.store(out_ptr + offs, tl.where(outside, 1.0, 0.0), mask=offs < BLOCK)
+
+
+def test_and_between_masks_is_element_wise_as_on_a_gpu():
+    x = torch.arange(8.0)
+    out = torch.zeros(8)
+    window_copy[(1,)](x, out, 2, 6, BLOCK=8)
+    # Python's `and` kept only `offs < hi` here: elements 0 and 1 were loaded too.
+    assert out.tolist() == [-1.0, -1.0, 2.0, 3.0, 4.0, 5.0, -1.0, -1.0]
+
+
+@pytest.mark.parametrize("use_hi, expected", [(True, [1, 1, 0, 0, 0, 0, 1, 1]), (False, [1, 1, 0, 0, 0, 0, 0, 0])])
+def test_or_with_a_constexpr_operand(use_hi, expected):
+    out = torch.zeros(8)
+    window_outside[(1,)](torch.zeros(8), out, 2, 6, BLOCK=8, USE_HI=use_hi)
+    assert out.tolist() == [float(v) for v in expected]
+
+
+@triton.jit
+def chained_prefix(out_ptr):
+    # Racy on a GPU: reads the previous program's store without waiting for it.
+    pid = tl.program_id(0)
+    prev = tl.load(out_ptr + pid - 1, mask=pid > 0, other=0)
+    tl.store(out_ptr + pid, prev + 1)
+
+
+@triton.jit
+def program_ids(out_ptr):
+    pid = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
+    tl.store(out_ptr + pid, pid)
+
+
+def test_a_scan_that_races_on_a_gpu_is_not_exact_here():
+    out = torch.zeros(64, dtype=torch.int32)
+    chained_prefix[(64,)](out)
+    assert out.tolist() != list(range(1, 65))  # in index order it was exactly 1..64
+
+
+def test_every_program_runs_once():
+    out = torch.full((6 * 5,), -1, dtype=torch.int32)
+    program_ids[(6, 5)](out)
+    assert out.tolist() == list(range(30))
+
+
+def test_program_order_is_a_seeded_permutation_of_the_grid():
+    rows = program_order((4, 3, 2), seed=7)
+    assert sorted(map(tuple, rows.tolist())) == [(x, y, z) for x in range(4) for y in range(3) for z in range(2)]
+    assert np.array_equal(rows, program_order((4, 3, 2), seed=7))
+    assert not np.array_equal(rows, program_order((4, 3, 2), seed=8))
+
+
+@triton.jit
+def scale_half(x_ptr, out_ptr, scale, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    s = scale.to(tl.float16)  # a float argument is an fp32 scalar on the GPU: it has `.to`
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * s.to(tl.float32), mask=m)
+
+
+def test_a_float_argument_is_an_fp32_scalar():
+    x = torch.ones(10)
+    out = torch.zeros(10)
+    scale = 1.0 + 2.0**-20  # fp32 keeps it; fp16 rounds it to 1.0
+    scale_half[(1,)](x, out, scale, 10, BLOCK=16)
+    assert torch.equal(out, torch.ones(10))
+
+
+def test_a_grid_callable_gets_the_launch_arguments():
+    x = torch.ones(100)
+    out = torch.zeros(100)
+    seen = {}
+
+    def grid(meta):
+        seen.update(meta)
+        return (triton.cdiv(meta["x_ptr"].numel(), meta["BLOCK"]),)  # tensors and ints, as on a GPU
+
+    scale_half[grid](x, out, 2.0, 100, BLOCK=32)
+    assert isinstance(seen["x_ptr"], torch.Tensor) and seen["n"] == 100 and seen["BLOCK"] == 32
+    assert torch.equal(out, torch.full((100,), 2.0))
