@@ -15,7 +15,7 @@ FAMILIES = {"tt": "triton-lang/triton", "lg": "linkedin/Liger-Kernel", "fg": "Fl
 
 
 def test_external_corpus_is_well_formed():
-    assert len(EXTERNAL) >= 36
+    assert len(EXTERNAL) >= 51
     assert {a.task for a in EXTERNAL} <= set(builtin_task_ids())
     for a in EXTERNAL:
         assert a.source and a.licence, a.name
@@ -30,6 +30,10 @@ def test_external_corpus_is_well_formed():
 # Real-world code the replay contract refuses, with the reason (a finding, not a false flag to hide).
 KNOWN_REFUSED = {
     "lg_cross_entropy": "counts non-ignored targets with .item() on the host: its launches depend on values",
+    "fg_cumsum": "imports torch._prims_common (private) for dtype predicates, and its kernels call a module-level "
+                 "@tl.constexpr function (get_scan_accum_type), refused as 'a function'",
+    "fg_residual_rms_norm_inplace": "the library op works in place and returns the input buffer it overwrote (RH-10)",
+    "fg_sum_reduction_dim": "a kernel local named `sum` is read as the builtin by the replay's kernel-source check",
 }
 
 
@@ -40,6 +44,7 @@ def test_external_answer_is_accepted_on_cpu(answer):
     if answer.name in KNOWN_REFUSED:
         pytest.xfail(KNOWN_REFUSED[answer.name])
     (task,) = load_builtin(answer.task)
-    result = judge(task, answer.text, JudgeConfig(device="cpu", timeout_s=120))
+    # 300 s: autotuned answers run every config once in the interpreter (fg_avg_pool2d took 110 s on a loaded machine)
+    result = judge(task, answer.text, JudgeConfig(device="cpu", timeout_s=300))
     assert result.status is Status.OK, (f"false flag on real-world code ({answer.source}): "
                                         f"{result.status.value}: {result.message}")
