@@ -37,6 +37,8 @@ def test_run_judges_builtin_answers_and_prints_a_table(tmp_path):
     p = run_cli("run", "--device", "cpu", "--tasks", "relu", "--json-out", str(out))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1/1 ok" in p.stdout and "relu" in p.stdout
+    # the preflight is announced before it starts and reported task by task (no terminal: a line each)
+    assert 0 <= p.stdout.index("preflight of 1 task(s) on cpu") < p.stdout.index("  relu: ok (") < p.stdout.index("1/1 ok")
     assert "the --trials secret trials plus the cache probe and a hidden variant" in p.stdout  # why 7/7 for 5
     assert json.loads(out.read_text().splitlines()[0])["status"] == "ok"
 
