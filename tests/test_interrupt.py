@@ -84,7 +84,8 @@ def test_ctrl_c_stops_a_coldstart_build_and_keeps_what_was_judged(tmp_path):
     after = _lines(out / "judged.jsonl")
     assert after[:len(judged)] == judged  # every earlier verdict kept
     assert len(after) < len(judged) + 64  # the chunk in flight was dropped, not judged to its end
-    assert all(a["status"] for a in after)  # no verdict made up from a killed child
+    # no verdict made up from a killed child (a SIGKILL reads as oom or crashed)
+    assert not [a for a in after[len(judged):] if a["status"] in ("oom", "crashed", "timeout")]
     rows = [r for split in ("train", "heldout") if (out / f"{split}.jsonl").exists()
             for r in _lines(out / f"{split}.jsonl")]  # the corpus is written from what was judged
     assert {a["task_id"] for a in judged if a["status"] == "ok"} <= {r["task_id"] for r in rows if r["kind"] == "single"}
