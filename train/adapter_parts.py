@@ -284,7 +284,12 @@ def _unstream(parts_dir: Path, manifest: Manifest, dest: Path) -> None:
 
 def _summary(manifest: Manifest, where: Path) -> str:
     step = f", global step {manifest.global_step}" if manifest.global_step is not None else ""
-    opt = "with optimizer state" if manifest.optimizer else "no optimizer state (a resume restarts the optimizer)"
+    if not any(f.name == "trainer_state.json" for f in manifest.files):
+        opt = "the adapter alone" + (f" in {manifest.dtype}" if manifest.dtype else "")
+    elif manifest.optimizer:
+        opt = "with optimizer state"
+    else:
+        opt = "no optimizer state (a resume restarts the optimizer)"
     return (f"{manifest.name}: {len(manifest.files)} files, {manifest.size / MIB:.1f} MiB in {len(manifest.parts)} "
             f"part(s) in {where}, {opt}{step}, sha256 {manifest.sha256[:12]}…")
 

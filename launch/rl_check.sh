@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Issue 27 on a 4-GPU H100 host (nvidia-h100-x4): LoRA SFT and LoRA RL of Qwen2.5-Coder-0.5B-Instruct, every
+# stage resumable, every result that must outlive the machine sent back in $OUT as parts of <= 16 MiB.
+#   bash launch/rl_check.sh prepare        HERE, once: wheels (.whl/train, .whl/serve), the GGUF's six carry
+#                                          parts (.carry/qwen) and .carry/in from parts fetched earlier
+#   STAGE=a,b bash launch/rl_check.sh      on the GPU machine; stages, in the order they run:
+#     corpus  the cold-start corpus, one builder per GPU in CORPUS_GPUS (runs/coldstart_g<i>, resumed by the
+#             next call) for CORPUS_SECONDS; the calls that carry the GGUF's parts do this while it arrives
+#     sft     LoRA SFT (configs/sft_qwen_coder_lora_h100.yaml) on GPU TRAIN_GPU for SFT_SECONDS, resumed by
+#             the next call; once done: $OUT/sft_adapter (parts, bf16) and $OUT/tasks.tgz (the corpus's tasks)
+#     serve   the judging service on JUDGE_GPUS (setsid: it outlives the call, warm for the next ones)
+#     rl      LoRA RL from the SFT adapter (configs/grpo_qwen_coder_lora_h100x4.yaml) on TRAIN_GPU, judged by
+#             the service (started if down), RL_SECONDS per call; $OUT/rl_state (parts with the optimizer
+#             state), $OUT/rl_curve.png; the run goes on from the newest checkpoint, here or carried
+#     eval    base, SFT and RL policies (adapters merged: train/merge_policy.py) on the held-out tasks, one
+#             GPU each, in parallel (the service is stopped first); $OUT/eval.tgz
+#     carry   nothing but stashing what this call carried (every stage does that first)
+# Every call stashes what it carried (GGUF parts, wheels, .carry/in), restores .carry/in (joined and
+# checked by train/adapter_parts.py), and writes $OUT/next.txt: what this machine holds and the next call.
+# At most 8 files come back: next.txt, logs.tgz, and the stage's own (so sft and rl never share a call).
+# env: CORPUS_SECONDS=120 CORPUS_N=1500 CORPUS_GPUS="0 1 2 3" JOBS=14 SEED=0 HELDOUT_TASKS=200
+#      SFT_SECONDS=400 RL_SECONDS=400 (of a 600 s call: start-up, the GGUF's de-quantisation and the export
+#      take the rest) SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 JUDGE_GPUS="1 2 3" JUDGE_JOBS=8 PORT=8000
+#      LIMIT=200 MAX_NEW=4096 MODELS="base sft rl" (eval) PYTHON=python3
+#      A rehearsal without a GPU (docs/TRAINING.md): BASE_MODEL=kernelgym:tiny CORPUS_DEVICE=cpu JUDGE_DEVICES=cpu
+#      ACCELERATE_CONFIG=configs/accelerate/cpu.yaml and the tiny overrides in SFT_ARGS / RL_ARGS.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+# Never NVLink multicast on these hosts (KINDS.md): inherited by every process started below.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+PYTHON="${PYTHON:-python3}"; export PYTHON  # serve_env.sh starts the service with it
+sft_config=configs/sft_qwen_coder_lora_h100.yaml; sft_dir=runs/sft_qwen_lora
+rl_config=configs/grpo_qwen_coder_lora_h100x4.yaml; rl_dir=runs/grpo_qwen_lora
+base_model="${BASE_MODEL:-kernelgym:qwen-coder-0.5b}"; accel="${ACCELERATE_CONFIG:-configs/accelerate/single_gpu.yaml}"
+SERVE_WHEELS=(fastapi==0.165.0 starlette==1.10.0 pydantic==2.14.3 pydantic-core==2.50.4 uvicorn==0.54.0
+              annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0)
+
+prepare() {  # here: what the calls carry, then the plan with each call's size
+  local get=(python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
+             --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
+  [[ -d .whl/train/common ]] || { "${get[@]}" -d .whl/train/common trl==1.16.0 gguf==0.19.0 &&
+    "${get[@]}" -d .whl/train/ds5 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 &&
+    "${get[@]}" -d .whl/train/ds4 datasets==4.7.0 dill==0.4.0 multiprocess==0.70.18; } || return 1
+  [[ -d .whl/serve ]] || "${get[@]}" -d .whl/serve "${SERVE_WHEELS[@]}" || return 1
+  local name=Qwen2.5-Coder-0.5B-Instruct.tied.gguf gguf="${KERNELGYM_QWEN_CODER_GGUF:-}"
+  if [[ $base_model == kernelgym:qwen-coder-0.5b ]] && ! compgen -G ".carry/qwen/$name.part5" >/dev/null; then
+    [[ -f $gguf ]] || { echo "set KERNELGYM_QWEN_CODER_GGUF to the file of python -m train.qwen_coder (docs/COLDSTART.md)"; return 2; }
+    mkdir -p .carry/qwen && (cd "$(dirname "$gguf")" && sha256sum "$name") > ".carry/qwen/$name.sha256" &&
+      split -n 6 -d -a 1 "$gguf" ".carry/qwen/$name.part" || return 1
+  fi
+  # parts fetched from earlier calls (the files_at folders of their replies): SFT_PARTS, RL_PARTS, TASKS_TGZ
+  mkdir -p .carry/in
+  local pair var src; for pair in SFT_PARTS:sft_adapter RL_PARTS:rl_state; do
+    var=${pair%%:*}; src=${!var:-}
+    if [[ -n $src ]]; then
+      python3 -m train.adapter_parts verify "$src" || return 1
+      rm -rf ".carry/in/${pair#*:}" && cp -r "$src" ".carry/in/${pair#*:}" || return 1
+    fi
+  done
+  if [[ -n ${TASKS_TGZ:-} ]]; then cp "$TASKS_TGZ" .carry/in/tasks.tgz || return 1; fi
+  local tree; tree=$( (git ls-files; git ls-files --others --exclude-standard) | sort -u | tr '\n' '\0' \
+    | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  mib() { du -cb "$@" 2>/dev/null | tail -1 | awk -v t="$tree" '{printf "%.1f MiB", ($1 + t) / 1048576}'; }
+  echo "working tree $(awk -v t="$tree" 'BEGIN {printf "%.1f MiB", t / 1048576}'); each call's carry with it (limit 64 MiB):"
+  echo "  .carry/in .whl/serve: $(mib .carry/in .whl/serve)"
+  echo "  .carry/qwen/$name.part0 .carry/qwen/$name.sha256 .whl/train: $(mib .carry/qwen/$name.part0 .carry/qwen/$name.sha256 .whl/train)"
+  local p; for p in 1 2 3 4 5; do echo "  .carry/qwen/$name.part$p: $(mib .carry/qwen/$name.part$p)"; done
+}
+if [[ ${1:-} == prepare ]]; then prepare; exit $?; fi
+
+out="${OUT:-rl_check_out}"; mkdir -p "$out"
+work=/tmp/kg_rl; mkdir -p "$work/logs"  # outlives the call on a warm machine, like $stash
+logs="$work/logs"
+stages=",${STAGE:-carry},"
+want() { [[ $stages == *",$1,"* ]]; }
+if want sft && want rl; then echo "sft and rl each send parts back: one of them per call (8 files at most)"; exit 2; fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+source launch/smollm2_env.sh  # _carry_gguf, _train_wheels, $stash, $qwen_gguf
+port="${PORT:-8000}"; judge_url="http://127.0.0.1:$port"
+train_gpu="${TRAIN_GPU:-0}"; judge_gpus="${JUDGE_GPUS:-1 2 3}"
+rc=0
+note() { echo "$*" | tee -a "$logs/rl_check.txt"; }
+
+# --- what this call carried: stashed outside the checkout, restored once complete -----------------------
+gguf_state=$(_carry_gguf "$qwen_gguf" .carry/qwen 6 2>&1); gguf_rc=$?
+[[ $gguf_rc == 0 ]] && export KERNELGYM_QWEN_CODER_GGUF="$stash/$qwen_gguf" QWEN_GGUF="$stash/$qwen_gguf"
+[[ $base_model == kernelgym:qwen-coder-0.5b ]] || { gguf_rc=0; gguf_state="not needed for $base_model"; }
+if "$PYTHON" -c "import trl, datasets, gguf" 2>/dev/null; then wheels_rc=0; wheels_state="in the image"
+else
+  wheels_state=$(_train_wheels 2>&1); wheels_rc=$?  # installs into /tmp/site once
+  [[ $wheels_rc == 0 ]] && export PYTHONPATH="/tmp/site:$PWD" TRL_EXPERIMENTAL_SILENCE=1
+fi
+serve_site=/tmp/site_serve
+if ! "$PYTHON" -c "import fastapi, uvicorn, pydantic" 2>/dev/null && [[ ! -f $serve_site/.ok && -d .whl/serve ]]; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$serve_site" .whl/serve/*.whl \
+    && touch "$serve_site/.ok"
+fi
+[[ -f $serve_site/.ok ]] && export PYTHONPATH="$PYTHONPATH:$serve_site"  # after the image's own packages
+mkdir -p "$stash/in"
+for d in sft_adapter rl_state; do
+  [[ -f .carry/in/$d/manifest.json ]] && { rm -rf "$stash/in/$d"; cp -r ".carry/in/$d" "$stash/in/$d"; }
+done
+[[ -f .carry/in/tasks.tgz ]] && cp .carry/in/tasks.tgz "$stash/in/"
+mkdir -p runs
+if [[ -f $stash/in/tasks.tgz && ! -d runs/coldstart/tasks ]]; then tar xzf "$stash/in/tasks.tgz" -C runs || rc=1; fi
+if [[ -f $stash/in/sft_adapter/manifest.json ]]; then  # idempotent: an identical directory is left alone
+  "$PYTHON" -m train.adapter_parts join "$stash/in/sft_adapter" --into runs >>"$logs/restore.log" 2>&1 \
+    || { note "the carried SFT adapter was not restored: $(tail -1 "$logs/restore.log")"; rc=1; }
+fi
+if [[ -f $stash/in/rl_state/manifest.json ]]; then
+  "$PYTHON" -m train.adapter_parts join "$stash/in/rl_state" --into "$rl_dir" >>"$logs/restore.log" 2>&1 \
+    || { note "the carried RL checkpoint was not restored: $(tail -1 "$logs/restore.log")"; rc=1; }
+fi
+{ nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+  "$PYTHON" -c "import torch, transformers, peft; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__)"
+} > "$logs/env.txt" 2>&1
+
+need_model() {  # the GGUF and the training wheels, or say what to carry
+  [[ $gguf_rc == 0 && $wheels_rc == 0 ]] && return 0
+  note "stage $1 needs the model and the training wheels: $gguf_state $wheels_state"; return 3
+}
+service_up() { "$PYTHON" -c "import httpx, sys; sys.exit(httpx.get('$judge_url/health', timeout=5).json().get('status') != 'ok')" 2>/dev/null; }
+start_service() {  # the local backend on JUDGE_GPUS, in a session of its own so that it outlives this call
+  service_up && return 0
+  local devices="${JUDGE_DEVICES:-}"
+  [[ -n $devices ]] || { devices=$(for g in $judge_gpus; do printf 'cuda:%s,' "$g"; done); devices=${devices%,}; }
+  setsid env HOST=127.0.0.1 PORT="$port" DB="$work/judge.db" JOBS="${JUDGE_JOBS:-8}" DEVICES="$devices" \
+    KERNELGYM_CACHE_DIR="$work/cache" bash launch/serve_node.sh >>"$logs/serve.log" 2>&1 < /dev/null &
+  echo $! > "$work/serve.pid"  # the leader of the service's process group (setsid)
+  local i; for ((i = 0; i < 120; i++)); do service_up && { note "judging service up on $devices"; return 0; }; sleep 1; done
+  note "the judging service did not come up in 120 s: $(tail -3 "$logs/serve.log")"; return 1
+}
+stop_service() { [[ -f $work/serve.pid ]] && kill -- -"$(cat "$work/serve.pid")" 2>/dev/null; rm -f "$work/serve.pid"; }
+newest_checkpoint() { ls -d "$1"/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
+
+if want corpus; then
+  start=$SECONDS; pids=(); gpus="${CORPUS_GPUS:-0 1 2 3}"
+  for g in $gpus; do  # one builder per GPU, each its own seed and directory (resumed by the next call)
+    held=0; [[ $g == "${gpus%% *}" ]] && held="${HELDOUT_TASKS:-200}"  # the evaluation's tasks: one builder writes them
+    CUDA_VISIBLE_DEVICES=$g "$PYTHON" -m kernelgym.cli data coldstart --n "${CORPUS_N:-1500}" --out "runs/coldstart_g$g" \
+      --device "${CORPUS_DEVICE:-cuda}" --seed "$(( ${SEED:-0} + g ))" --heldout-tasks "$held" --jobs "${JOBS:-14}" \
+      --max-seconds "${CORPUS_SECONDS:-120}" --no-progress > "$logs/corpus_g$g.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  note "corpus: $(cat runs/coldstart_g*/train.jsonl 2>/dev/null | wc -l) train rows in $(ls -d runs/coldstart_g* | wc -l) builders, $((SECONDS - start)) s"
+fi
+
+if want sft; then
+  need_model sft || exit 3
+  if [[ ! -f runs/coldstart/train.jsonl ]]; then  # merged once; a resumed SFT trains on the same rows
+    srcs=$(ls -d runs/coldstart_g* 2>/dev/null)
+    [[ -n $srcs ]] || { note "no corpus on this machine: run STAGE=corpus first"; exit 3; }
+    "$PYTHON" -m kernelgym.cli data coldstart --merge $srcs --out runs/coldstart > "$logs/merge.log" 2>&1 || exit 1
+  fi
+  start=$SECONDS; code=0
+  if [[ ! -f $sft_dir/adapter_model.safetensors ]]; then  # done once: a finished SFT is only exported again
+    CUDA_VISIBLE_DEVICES=$train_gpu "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
+      train/sft.py --config "$sft_config" --model_name_or_path "$base_model" --data runs/coldstart/train.jsonl --output_dir "$sft_dir" \
+      --max_seconds "${SFT_SECONDS:-400}" --resume_from_checkpoint auto --save_total_limit 1 ${SFT_ARGS:-} > "$logs/sft.log" 2>&1
+    code=$?
+  fi
+  note "sft: exit $code after $((SECONDS - start)) s ($(grep -c "'loss'" "$logs/sft.log" 2>/dev/null) loss lines)"
+  case $code in
+    0) "$PYTHON" -m train.adapter_parts split "$sft_dir" --out "$out/sft_adapter" --adapter-only --dtype bfloat16 \
+         | tee -a "$logs/rl_check.txt" || rc=1
+       # from now on this machine uses the adapter exactly as it travels (bf16), as every later machine will
+       if [[ ! -d $sft_dir.trained ]]; then
+         mv "$sft_dir" "$sft_dir.trained" && "$PYTHON" -m train.adapter_parts join "$out/sft_adapter" --into runs \
+           >> "$logs/rl_check.txt" 2>&1 || rc=1
+       fi
+       tar czf "$out/tasks.tgz" -C runs $(cd runs && ls -d coldstart/tasks coldstart/*.json 2>/dev/null) || rc=1 ;;
+    3) rc=3 ;;
+    *) rc=1 ;;
+  esac
+fi
+
+if want serve || want rl; then start_service || rc=1; fi
+
+if want rl; then
+  need_model rl || exit 3
+  [[ -f $sft_dir/adapter_model.safetensors ]] || { note "no SFT adapter: STAGE=sft here, or carry .carry/in/sft_adapter"; exit 3; }
+  [[ -d runs/coldstart/tasks ]] || { note "no tasks: carry .carry/in/tasks.tgz (from the sft stage)"; exit 3; }
+  start=$SECONDS
+  CUDA_VISIBLE_DEVICES=$train_gpu "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
+    train/grpo.py --config "$rl_config" --model_name_or_path "$base_model" --judge_url "$judge_url" --output_dir "$rl_dir" --base_adapter "$sft_dir" \
+    --max_seconds "${RL_SECONDS:-400}" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
+  code=$?
+  note "rl: exit $code after $((SECONDS - start)) s; $(grep -m1 -o 'resuming from .*' "$logs/rl.log" || echo 'a new run')"
+  [[ $code == 0 || $code == 3 ]] || rc=1
+  ckpt=$(newest_checkpoint "$rl_dir")
+  if [[ -n $ckpt ]]; then
+    "$PYTHON" -m train.adapter_parts split "$ckpt" --out "$out/rl_state" | tee -a "$logs/rl_check.txt" || rc=1
+    cp "$ckpt/trainer_state.json" "$logs/rl.trainer_state.json"
+    "$PYTHON" -m train.plot_curve "$logs/rl.trainer_state.json" --out "$logs/rl_curve.png" \
+      --title "LoRA TRLOO from LoRA SFT (Qwen2.5-Coder-0.5B)" >> "$logs/rl.log" 2>&1 && cp "$logs/rl_curve.png" "$out/"
+  fi
+fi
+
+if want eval; then
+  need_model eval || exit 3
+  stop_service  # its GPUs judge the evaluations now
+  rl_adapter=$rl_dir; [[ -f $rl_dir/adapter_model.safetensors ]] || rl_adapter=$(newest_checkpoint "$rl_dir")
+  gpus=(0 1 2 3); i=0; pids=()
+  for name in ${MODELS:-base sft rl}; do
+    case $name in
+      base) model=$base_model; [[ -n ${QWEN_GGUF:-} ]] && model="gguf:$QWEN_GGUF" ;;
+      sft) model=runs/policy_sft; adapters=(--adapter "$sft_dir") ;;
+      rl) model=runs/policy_rl_$(basename "$rl_adapter"); adapters=(--adapter "$sft_dir" --adapter "$rl_adapter") ;;
+      *) note "MODELS: base, sft or rl, not $name"; rc=2; continue ;;
+    esac
+    if [[ $name != base && ! -f $model/config.json ]]; then
+      "$PYTHON" -m train.merge_policy --model "$base_model" "${adapters[@]}" --out "$model" \
+        >> "$logs/merge_$name.log" 2>&1 || { rc=1; continue; }
+    fi
+    CUDA_VISIBLE_DEVICES=${gpus[i % 4]} "$PYTHON" -m kernelgym.cli eval --model "$model" \
+      --tasks "gen:runs/coldstart/tasks:heldout" --limit "${LIMIT:-200}" --samples 1 --max-new-tokens "${MAX_NEW:-4096}" \
+      --gen-batch 128 --reps 10 --no-compile-baseline --no-audit --no-progress --out "runs/eval_lora_$name" \
+      > "$logs/eval_$name.log" 2>&1 &
+    pids+=($!); i=$((i + 1))
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  tar czf "$out/eval.tgz" -C runs $(cd runs && ls -d eval_lora_* 2>/dev/null) || rc=1
+fi
+
+# --- what this machine holds now, and the next call ------------------------------------------------------
+{
+  echo "machine: $(head -1 "$logs/env.txt"), $(nvidia-smi -L 2>/dev/null | wc -l) GPU(s)"
+  if [[ $gguf_rc == 0 ]]; then echo "model: $base_model ready (${QWEN_GGUF:-$gguf_state})"; else echo "model: $gguf_state"; fi
+  [[ $wheels_rc == 0 ]] && echo "training wheels: installed" || echo "training wheels: $wheels_state"
+  if "$PYTHON" -c "import fastapi, uvicorn, pydantic" 2>/dev/null; then echo "service wheels: installed"
+  else echo "service wheels: carry .whl/serve"; fi
+  service_up && echo "judging service: up at $judge_url" || echo "judging service: down"
+  echo "corpus: $(cat runs/coldstart_g*/train.jsonl 2>/dev/null | wc -l) rows built here; merged: $([[ -f runs/coldstart/train.jsonl ]] && wc -l < runs/coldstart/train.jsonl || echo no); tasks: $([[ -d runs/coldstart/tasks ]] && echo yes || echo no)"
+  if [[ -f $sft_dir/adapter_model.safetensors ]]; then echo "sft: adapter ready ($sft_dir)"
+  elif c=$(newest_checkpoint "$sft_dir"); [[ -n $c ]]; then echo "sft: in progress, $(basename "$c")"; else echo "sft: none"; fi
+  c=$(newest_checkpoint "$rl_dir")
+  if [[ -n $c ]]; then
+    echo "rl: $(basename "$c") of max_steps $(grep -m1 -E '^max_steps:' "$rl_config" | awk '{print $2}') (override in RL_ARGS)"
+  else echo "rl: none"; fi
+  echo -n "next: "
+  if [[ $gguf_rc != 0 ]]; then echo "carry the missing GGUF part(s) above (STAGE=corpus while no SFT exists, else STAGE=carry)"
+  elif [[ ! -f $sft_dir/adapter_model.safetensors ]]; then echo "STAGE=sft (resumes); then fetch sft_adapter/ and tasks.tgz"
+  elif [[ -n $(ls "$out/rl_state" 2>/dev/null) ]]; then echo "fetch rl_state/ (the run's only copy off this machine), then STAGE=rl again while the machine is warm (or STAGE=eval)"
+  else echo "STAGE=rl"; fi
+} > "$out/next.txt" 2>&1
+cp "$out/next.txt" "$logs/"
+tar czf "$out/logs.tgz" -C "$work" logs 2>/dev/null
+cat "$out/next.txt"
+exit $rc
