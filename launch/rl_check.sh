@@ -19,12 +19,15 @@
 # checked by train/adapter_parts.py), and writes $OUT/next.txt: what this machine holds and the next call.
 # At most 8 files come back: next.txt, logs.tgz, and the stage's own (so sft and rl never share a call).
 # env: CORPUS_SECONDS=120 CORPUS_N=1500 CORPUS_GPUS="0 1 2 3" JOBS=14 SEED=0 HELDOUT_TASKS=200
-#      SFT_SECONDS=400 RL_SECONDS=400 (of a 600 s call: start-up, the GGUF's de-quantisation and the export
-#      take the rest) SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 JUDGE_GPUS="1 2 3" JUDGE_JOBS=8 PORT=8000
+#      SFT_SECONDS=330 RL_SECONDS=300: training time per call, checked at the end of each optimizer step, so
+#      a call takes start-up + this + up to one step + the export; CALL_SECONDS=570 is the hard limit from the
+#      script's start (training is killed 25 s before it, the newest checkpoint is still sent back; run
+#      the call with timeout_s 600). SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 JUDGE_GPUS="1 2 3" JUDGE_JOBS=11 PORT=8000
 #      LIMIT=200 MAX_NEW=4096 MODELS="base sft rl" (eval) PYTHON=python3
 #      A rehearsal without a GPU (docs/TRAINING.md): BASE_MODEL=kernelgym:tiny CORPUS_DEVICE=cpu JUDGE_DEVICES=cpu
 #      ACCELERATE_CONFIG=configs/accelerate/cpu.yaml and the tiny overrides in SFT_ARGS / RL_ARGS.
 set -uo pipefail
+t0=$SECONDS
 cd "$(dirname "$0")/.."
 # Never NVLink multicast on these hosts (KINDS.md): inherited by every process started below.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -58,6 +61,12 @@ prepare() {  # here: what the calls carry, then the plan with each call's size
     fi
   done
   if [[ -n ${TASKS_TGZ:-} ]]; then cp "$TASKS_TGZ" .carry/in/tasks.tgz || return 1; fi
+  local c; for c in ${CORPORA:-}; do  # corpus directories built elsewhere (on this CPU, say), for the sft stage
+    [[ -f $c/train.jsonl ]] || { echo "$c holds no train.jsonl: not a corpus of kernelgym data coldstart"; return 2; }
+    local n; n=$(basename "$c"); [[ $n == coldstart_* ]] || n="coldstart_$n"
+    tar czf ".carry/in/$n.tgz" --exclude dataset --transform "s|^$(basename "$c")|$n|" -C "$(dirname "$c")" "$(basename "$c")" \
+      || return 1
+  done
   local tree; tree=$( (git ls-files; git ls-files --others --exclude-standard) | sort -u | tr '\n' '\0' \
     | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
   mib() { du -cb "$@" 2>/dev/null | tail -1 | awk -v t="$tree" '{printf "%.1f MiB", ($1 + t) / 1048576}'; }
@@ -98,19 +107,23 @@ fi
 [[ -f $serve_site/.ok ]] && export PYTHONPATH="$PYTHONPATH:$serve_site"  # after the image's own packages
 mkdir -p "$stash/in"
 for d in sft_adapter rl_state; do
-  [[ -f .carry/in/$d/manifest.json ]] && { rm -rf "$stash/in/$d"; cp -r ".carry/in/$d" "$stash/in/$d"; }
+  if [[ -f .carry/in/$d/manifest.json ]] && ! cmp -s ".carry/in/$d/manifest.json" "$stash/in/$d/manifest.json"; then
+    rm -rf "$stash/in/$d"; cp -r ".carry/in/$d" "$stash/in/$d"  # new parts: restored below
+  fi
 done
-[[ -f .carry/in/tasks.tgz ]] && cp .carry/in/tasks.tgz "$stash/in/"
+for f in .carry/in/*.tgz; do [[ -f $f ]] && cp "$f" "$stash/in/"; done
 mkdir -p runs
 if [[ -f $stash/in/tasks.tgz && ! -d runs/coldstart/tasks ]]; then tar xzf "$stash/in/tasks.tgz" -C runs || rc=1; fi
-if [[ -f $stash/in/sft_adapter/manifest.json ]]; then  # idempotent: an identical directory is left alone
-  "$PYTHON" -m train.adapter_parts join "$stash/in/sft_adapter" --into runs >>"$logs/restore.log" 2>&1 \
-    || { note "the carried SFT adapter was not restored: $(tail -1 "$logs/restore.log")"; rc=1; }
-fi
-if [[ -f $stash/in/rl_state/manifest.json ]]; then
-  "$PYTHON" -m train.adapter_parts join "$stash/in/rl_state" --into "$rl_dir" >>"$logs/restore.log" 2>&1 \
-    || { note "the carried RL checkpoint was not restored: $(tail -1 "$logs/restore.log")"; rc=1; }
-fi
+for f in "$stash"/in/coldstart_*.tgz; do  # corpora built elsewhere (prepare's CORPORA): runs/coldstart_<name>
+  [[ -f $f && ! -d runs/$(basename "$f" .tgz) ]] && { tar xzf "$f" -C runs || rc=1; }
+done
+restore() {  # DIR INTO: join carried parts once (a later call keeps what training made of them)
+  [[ -f $1/manifest.json && ! -f $1/.restored ]] || return 0
+  "$PYTHON" -m train.adapter_parts join "$1" --into "$2" >>"$logs/restore.log" 2>&1 && touch "$1/.restored" \
+    || { note "carried parts $1 not restored: $(tail -1 "$logs/restore.log")"; rc=1; }
+}
+restore "$stash/in/sft_adapter" runs
+restore "$stash/in/rl_state" "$rl_dir"
 { nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   "$PYTHON" -c "import torch, transformers, peft; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__)"
 } > "$logs/env.txt" 2>&1
@@ -124,13 +137,14 @@ start_service() {  # the local backend on JUDGE_GPUS, in a session of its own so
   service_up && return 0
   local devices="${JUDGE_DEVICES:-}"
   [[ -n $devices ]] || { devices=$(for g in $judge_gpus; do printf 'cuda:%s,' "$g"; done); devices=${devices%,}; }
-  setsid env HOST=127.0.0.1 PORT="$port" DB="$work/judge.db" JOBS="${JUDGE_JOBS:-8}" DEVICES="$devices" \
+  setsid env HOST=127.0.0.1 PORT="$port" DB="$work/judge.db" JOBS="${JUDGE_JOBS:-11}" DEVICES="$devices" \
     KERNELGYM_CACHE_DIR="$work/cache" bash launch/serve_node.sh >>"$logs/serve.log" 2>&1 < /dev/null &
   echo $! > "$work/serve.pid"  # the leader of the service's process group (setsid)
   local i; for ((i = 0; i < 120; i++)); do service_up && { note "judging service up on $devices"; return 0; }; sleep 1; done
   note "the judging service did not come up in 120 s: $(tail -3 "$logs/serve.log")"; return 1
 }
 stop_service() { [[ -f $work/serve.pid ]] && kill -- -"$(cat "$work/serve.pid")" 2>/dev/null; rm -f "$work/serve.pid"; }
+hard_limit() { echo $(( ${CALL_SECONDS:-570} - (SECONDS - t0) - 25 )); }  # seconds left for a training command
 newest_checkpoint() { ls -d "$1"/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
 
 if want corpus; then
@@ -149,15 +163,15 @@ fi
 if want sft; then
   need_model sft || exit 3
   if [[ ! -f runs/coldstart/train.jsonl ]]; then  # merged once; a resumed SFT trains on the same rows
-    srcs=$(ls -d runs/coldstart_g* 2>/dev/null)
+    srcs=$(ls -d runs/coldstart_*/ 2>/dev/null | sed 's|/$||')  # built here (_g<i>) and carried
     [[ -n $srcs ]] || { note "no corpus on this machine: run STAGE=corpus first"; exit 3; }
     "$PYTHON" -m kernelgym.cli data coldstart --merge $srcs --out runs/coldstart > "$logs/merge.log" 2>&1 || exit 1
   fi
   start=$SECONDS; code=0
   if [[ ! -f $sft_dir/adapter_model.safetensors ]]; then  # done once: a finished SFT is only exported again
-    CUDA_VISIBLE_DEVICES=$train_gpu "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
+    CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
       train/sft.py --config "$sft_config" --model_name_or_path "$base_model" --data runs/coldstart/train.jsonl --output_dir "$sft_dir" \
-      --max_seconds "${SFT_SECONDS:-400}" --resume_from_checkpoint auto --save_total_limit 1 ${SFT_ARGS:-} > "$logs/sft.log" 2>&1
+      --max_seconds "${SFT_SECONDS:-330}" --resume_from_checkpoint auto --save_total_limit 1 ${SFT_ARGS:-} > "$logs/sft.log" 2>&1
     code=$?
   fi
   note "sft: exit $code after $((SECONDS - start)) s ($(grep -c "'loss'" "$logs/sft.log" 2>/dev/null) loss lines)"
@@ -171,6 +185,7 @@ if want sft; then
        fi
        tar czf "$out/tasks.tgz" -C runs $(cd runs && ls -d coldstart/tasks coldstart/*.json 2>/dev/null) || rc=1 ;;
     3) rc=3 ;;
+    124|137) note "sft: killed at the call's hard limit; the next call resumes from the newest checkpoint"; rc=3 ;;
     *) rc=1 ;;
   esac
 fi
@@ -182,12 +197,16 @@ if want rl; then
   [[ -f $sft_dir/adapter_model.safetensors ]] || { note "no SFT adapter: STAGE=sft here, or carry .carry/in/sft_adapter"; exit 3; }
   [[ -d runs/coldstart/tasks ]] || { note "no tasks: carry .carry/in/tasks.tgz (from the sft stage)"; exit 3; }
   start=$SECONDS
-  CUDA_VISIBLE_DEVICES=$train_gpu "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
+  CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
     train/grpo.py --config "$rl_config" --model_name_or_path "$base_model" --judge_url "$judge_url" --output_dir "$rl_dir" --base_adapter "$sft_dir" \
-    --max_seconds "${RL_SECONDS:-400}" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
+    --max_seconds "${RL_SECONDS:-300}" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
   code=$?
   note "rl: exit $code after $((SECONDS - start)) s; $(grep -m1 -o 'resuming from .*' "$logs/rl.log" || echo 'a new run')"
-  [[ $code == 0 || $code == 3 ]] || rc=1
+  case $code in
+    0|3) ;;
+    124|137) note "rl: killed at the call's hard limit: lower RL_SECONDS (a step takes timing/step_s)"; rc=3 ;;
+    *) rc=1 ;;
+  esac
   ckpt=$(newest_checkpoint "$rl_dir")
   if [[ -n $ckpt ]]; then
     "$PYTHON" -m train.adapter_parts split "$ckpt" --out "$out/rl_state" | tee -a "$logs/rl_check.txt" || rc=1
@@ -231,7 +250,7 @@ fi
   if "$PYTHON" -c "import fastapi, uvicorn, pydantic" 2>/dev/null; then echo "service wheels: installed"
   else echo "service wheels: carry .whl/serve"; fi
   service_up && echo "judging service: up at $judge_url" || echo "judging service: down"
-  echo "corpus: $(cat runs/coldstart_g*/train.jsonl 2>/dev/null | wc -l) rows built here; merged: $([[ -f runs/coldstart/train.jsonl ]] && wc -l < runs/coldstart/train.jsonl || echo no); tasks: $([[ -d runs/coldstart/tasks ]] && echo yes || echo no)"
+  echo "corpus: $(cat runs/coldstart_*/train.jsonl 2>/dev/null | wc -l) rows built here or carried; merged: $([[ -f runs/coldstart/train.jsonl ]] && wc -l < runs/coldstart/train.jsonl || echo no); tasks: $([[ -d runs/coldstart/tasks ]] && echo yes || echo no)"
   if [[ -f $sft_dir/adapter_model.safetensors ]]; then echo "sft: adapter ready ($sft_dir)"
   elif c=$(newest_checkpoint "$sft_dir"); [[ -n $c ]]; then echo "sft: in progress, $(basename "$c")"; else echo "sft: none"; fi
   c=$(newest_checkpoint "$rl_dir")
