@@ -47,6 +47,10 @@ class ChannelViolation(ValueError):
 # tensor's own memory (a 256 MiB output went from ~4.6 s to well under a second here).
 _TENSOR_KEY = "__kernelgym_tensor__"
 _PIPE_BYTES = 1 << 20
+# The skeleton (everything but tensor bytes) of one message: traces, kernel sources and verdict text
+# take kilobytes to a few MiB; a hostile child sending gigabytes of strings would make the trusted
+# parent hold several times that while it decodes.
+MAX_SKELETON_BYTES = 32 << 20
 
 
 def widen(fd: int) -> None:
@@ -221,8 +225,9 @@ def recv(fd: int, max_bytes: int, deadline: float | None = None, stats: dict[str
     those from the pipe arrive on the CPU. `stats`, when given, gets `body_s`: the seconds spent
     copying tensor bytes after the skeleton."""
     (length,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
-    if length > max_bytes:
-        raise ChannelViolation(f"message of {length:,} bytes exceeds the {max_bytes:,}-byte limit")
+    if length > min(max_bytes, MAX_SKELETON_BYTES):
+        raise ChannelViolation(f"message of {length:,} bytes (without its tensors) exceeds the "
+                               f"{min(max_bytes, MAX_SKELETON_BYTES):,}-byte limit")
     meta = decode(_read_exact(fd, length, deadline))
     if not isinstance(meta, dict) or set(meta) != {"skeleton", "tensors"} or not isinstance(meta["tensors"], list):
         raise ChannelViolation("message without a skeleton and tensor layout")

@@ -115,23 +115,44 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, va
     reply = answer.request({"op": "record", "warm_seed": rng.getrandbits(62), "seed": rng.getrandbits(62),
                             "distribution": "task", "variant": variant})
     _check_error(reply, result, "forward: ")
-    trace = reply.get("trace") or {}
-    result.kernels_launched = sorted({e["launch"] for e in trace.get("entries", []) if isinstance(e, dict)
-                                      and isinstance(e.get("launch"), str)} | set(result.kernels_launched))
+    trace = _parsed_record(reply, result)
+    result.kernels_launched = sorted(set(trace.kernels()) | set(result.kernels_launched))
     if reply.get("calls_differ"):
         _set(result, Status.INVALID_ANSWER, "outside the answer contract: two calls with inputs of the same shapes "
              f"launched different work ({str(reply['calls_differ'])[:200]}); launches may depend on shapes only, "
              "never on a call count, a cache or input values")
         raise _Stop
-    problems = [str(p) for p in trace.get("unreplayable", [])]
-    if problems:
-        _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {problems[0]}", error="\n".join(problems))
+    if trace.unreplayable:
+        _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {trace.unreplayable[0]}",
+             error="\n".join(trace.unreplayable))
         raise _Stop
-    if trace.get("host_reads"):
+    if trace.host_reads:
         _set(result, Status.INVALID_ANSWER, "outside the answer contract: forward read tensor values on the host "
-             f"({', '.join(trace['host_reads'][:3])}); launches may depend on shapes, never on values")
+             f"({', '.join(trace.host_reads[:3])}); launches may depend on shapes, never on values")
         raise _Stop
     return reply
+
+
+def _parsed_record(reply: dict[str, Any], result: EvalResult) -> Any:
+    """The record reply checked for shape before the judge reads any of it (the answer's process can
+    forge it); its trace replaced by the validated one's wire form."""
+    import torch
+
+    from kernelgym.judge.trace import Trace, TraceError
+
+    try:
+        if not isinstance(reply.get("kernels"), list) or not isinstance(reply.get("state"), list):
+            raise TraceError("no kernel list or state list")
+        if not all(isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], int) and not isinstance(p[0], bool)
+                   and isinstance(p[1], torch.Tensor) for p in reply["state"]):
+            raise TraceError("malformed state")
+        trace = Trace.from_wire(reply.get("trace"))
+    except (TraceError, ValueError, TypeError, KeyError, AttributeError) as e:
+        _set(result, Status.CRASHED, f"the answer's process sent a malformed record: {str(e)[:200]}",
+             fault="protocol_violation")
+        raise _Stop from None
+    reply["trace"] = trace.to_wire()
+    return trace
 
 
 def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dict[str, Any], result: EvalResult,
