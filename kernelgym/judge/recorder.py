@@ -5,9 +5,13 @@ wrappers end there too), which `install` wraps once: while a recording is on, ea
 written down with its grid, arguments and options, its kernel's source captured once
 (`kernel_source.capture`). A torch dispatch mode writes down the torch operators the call runs
 outside kernels (views are not operators on memory: the tensor views carry them). Tensors become
-views of buffers, classified by storage: the call's inputs, the model's state (storages reachable
-from the model and the answer's module before the call; their bytes are taken when first used),
-or scratch (anything else).
+views of buffers, classified by when their storage was allocated: the call's inputs; scratch, every
+storage an operator of the call allocated (poisoned in the replay); state, every other storage the
+call used, i.e. one that existed before the call began, wherever the answer kept it (its bytes are
+taken before the call's first operator or launch that touches it). Small tensors forward builds from
+host data (`torch.tensor([...])`) are state too, their bytes taken when built (`HOST_CONSTANT_BYTES`
+in all). The buffer of a forward output is state only when it is the model's own tensor (`state`
+argument, proven RH-10 by the judge); otherwise the call must write it, so it is scratch.
 
 Nothing here is trusted. The answer can hide work from the recorder; what is hidden is not
 replayed, so its effect is missing from the replay's outputs. The recorder exists so that the
@@ -36,6 +40,8 @@ DATA_MOVEMENT = {
 }
 HOST_READS = {"_local_scalar_dense", "item", "equal", "is_nonzero", "allclose"}
 UNREPLAYABLE = {"set_", "resize_", "resize_as_", "as_strided_", "record_stream", "_assert_async"}
+HOST_CONSTANTS = ("lift_fresh", "lift_fresh_copy")  # `torch.tensor(data)`: a tensor filled from host Python
+HOST_CONSTANT_BYTES = 1 << 20  # what one call may build from host data (a slope, a small table; not a dataset)
 
 
 class RecordError(Exception):
@@ -142,13 +148,17 @@ class Recorder(TorchDispatchMode):
         self.buffers: list[dict[str, Any]] = []
         self.state_bytes: dict[int, torch.Tensor] = {}  # buffer id -> bytes before the call
         self._by_ptr: dict[tuple[str, int], int] = {}
-        self._keep: list[Any] = []  # storages seen: held so that no address is reused mid-call
+        self._storages: list[Any] = []  # buffer id -> its storage, held so that no address is reused mid-call
+        self._keep: list[Any] = []  # kernels launched
         self._inputs: dict[tuple[str, int], int] = {}
         for i, v in enumerate(inputs):
             if isinstance(v, torch.Tensor):
                 st = v.untyped_storage()
                 self._inputs.setdefault((str(v.device), st.data_ptr()), i)
-        self._state = state
+        self._state = state  # the model's own tensors (discovered): an output viewing one stays state
+        self._born: set[tuple[str, int]] = set()  # storages an operator of this call allocated
+        self._host: set[tuple[str, int]] = set()  # storages built from host data during the call
+        self.host_constant_bytes = 0
         self.torch_compute: list[str] = []
         self.host_reads: list[str] = []
         self.unreplayable: list[str] = []
@@ -174,18 +184,25 @@ class Recorder(TorchDispatchMode):
             buf = len(self.buffers)
             if key in self._inputs and st.nbytes():
                 kind, index = "input", self._inputs[key]
-            elif st.data_ptr() in self._state and st.nbytes():
+            elif key not in self._born and st.nbytes():
                 kind, index = "state", len(self.state_bytes)
                 _STATE["in_launch"] += 1  # the recorder's own copy is not the answer's operator
                 try:
                     self.state_bytes[buf] = torch.empty(0, dtype=torch.uint8, device=t.device).set_(st).clone()
                 finally:
                     _STATE["in_launch"] -= 1
+                if key in self._host:
+                    self.host_constant_bytes += st.nbytes()
+                    if self.host_constant_bytes > HOST_CONSTANT_BYTES:
+                        self.unreplayable.append(
+                            f"forward built {self.host_constant_bytes} bytes of tensors from host data "
+                            f"(torch.tensor / as_tensor); at most {HOST_CONSTANT_BYTES} bytes per call are "
+                            "recorded: build larger constants in __init__ (the model's state)")
             else:
                 kind, index = "scratch", 0
             self.buffers.append({"kind": kind, "index": index, "nbytes": st.nbytes()})
             self._by_ptr[key] = buf
-            self._keep.append(st)
+            self._storages.append(st)
         return {"buf": buf, "offset": t.storage_offset(), "size": list(t.shape), "stride": list(t.stride()),
                 "dtype": str(t.dtype).removeprefix("torch.")}
 
@@ -249,29 +266,47 @@ class Recorder(TorchDispatchMode):
     # -- torch operators ------------------------------------------------------------------------
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        if _STATE["in_launch"]:
-            return out
         packet = func.overloadpacket.__name__
+        if _STATE["in_launch"] or func.is_view or packet in ("detach", "alias"):
+            return func(*args, **kwargs)
         if packet in HOST_READS:
             self.host_reads.append(str(func))
-            return out
-        if func.is_view or packet in ("detach", "alias", "lift_fresh"):
-            return out
+            return func(*args, **kwargs)
         if packet in UNREPLAYABLE:
             self.unreplayable.append(f"torch operator {func} changes a tensor's storage")
-            return out
+            return func(*args, **kwargs)
+        if packet in HOST_CONSTANTS and args and isinstance(args[0], torch.Tensor):
+            self._host_constant(args[0])
+            if packet == "lift_fresh":  # the same tensor back: nothing to replay
+                return func(*args, **kwargs)
         if packet not in DATA_MOVEMENT:
             self.torch_compute.append(str(func))
+        where = str(func)
+        try:  # arguments first: a state buffer's bytes as they were before this operator wrote it
+            recorded_args = [self.value(a, where) for a in args]
+            recorded_kwargs = {k: self.value(v, where) for k, v in kwargs.items()}
+        except RecordError as e:
+            self.unreplayable.append(str(e))
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        outs = out if isinstance(out, (tuple, list)) else [out]
+        used = {_key(t) for t in _tensors((args, kwargs))}
+        for o in outs:  # a storage this operator allocated is the call's scratch
+            if isinstance(o, torch.Tensor) and _key(o) not in used and _key(o) not in self._by_ptr:
+                self._born.add(_key(o))
         try:
-            outs = out if isinstance(out, (tuple, list)) else [out]
-            entry = {"aten": str(func), "args": [self.value(a, str(func)) for a in args],
-                     "kwargs": {k: self.value(v, str(func)) for k, v in kwargs.items()},
-                     "outs": [self.value(o, str(func)) if isinstance(o, torch.Tensor) else None for o in outs]}
-            self.entries.append(entry)
+            self.entries.append({"aten": where, "args": recorded_args, "kwargs": recorded_kwargs,
+                                 "outs": [self.value(o, where) if isinstance(o, torch.Tensor) else None
+                                          for o in outs]})
         except RecordError as e:
             self.unreplayable.append(str(e))
         return out
+
+    def _host_constant(self, t: torch.Tensor) -> None:
+        """A tensor forward filled from host Python: state whose bytes are taken now, as built."""
+        if type(t) is torch.Tensor and _key(t) not in self._by_ptr and _key(t) not in self._inputs:
+            self._host.add(_key(t))
+            self.ref(t)
 
     # -- the result -----------------------------------------------------------------------------
     def finish(self, out: Any) -> Trace:
@@ -284,9 +319,22 @@ class Recorder(TorchDispatchMode):
         except RecordError as e:
             self.unreplayable.append(str(e))
             outputs = []
+        self._outputs_are_written(outputs)
         return Trace(buffers=self.buffers, entries=self.entries, outputs=outputs, is_sequence=is_seq,
                      torch_compute=sorted(set(self.torch_compute)), host_reads=sorted(set(self.host_reads)),
                      unreplayable=self.unreplayable[:20])
+
+    def _outputs_are_written(self, outputs: list[Any]) -> None:
+        """An output's buffer that existed before the call but is not the model's own tensor (a buffer
+        kept on a helper, in an lru_cache) is scratch: the replayed call must write it, as any output."""
+        for value in outputs:
+            if not (isinstance(value, dict) and "t" in value):
+                continue
+            buf = value["t"]["buf"]
+            b = self.buffers[buf]
+            if b["kind"] == "state" and self._storages[buf].data_ptr() not in self._state:
+                b["kind"], b["index"] = "scratch", 0
+                self.state_bytes.pop(buf, None)
 
     def kernel_specs(self) -> list[dict[str, Any]]:
         return [k.to_wire() for k in self.kernels.values()]
@@ -329,6 +377,20 @@ def _has_tensor(v: Any) -> bool:
     if isinstance(v, (list, tuple)):
         return any(_has_tensor(x) for x in v)
     return _has_tensor(v.value) if hasattr(v, "value") and not isinstance(v, (int, float, str)) else False
+
+
+def _key(t: torch.Tensor) -> tuple[str, int]:
+    return str(t.device), t.untyped_storage().data_ptr()
+
+
+def _tensors(v: Any) -> list[torch.Tensor]:
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [t for x in v for t in _tensors(x)]
+    if isinstance(v, dict):
+        return [t for x in v.values() for t in _tensors(x)]
+    return []
 
 
 def _raise(message: str) -> Any:
