@@ -23,15 +23,15 @@ SERVER_PY=${SERVER_PY:-$ROOT/.venv/bin/python}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 mkdir -p "$OUT_DIR" "$VENV_ROOT"
 
-# name | what to install (beside kernelgym) | kernelgym extras | pytest -k | installed after, with --no-deps
+# name | what to install (beside kernelgym) | kernelgym extras | pytest -k | a second pip install's arguments
 # The verl pins are docs/ENVIRONMENT.md's install lines ("verl-install"), which the recipe test checks against the venv.
 SPECS=(
   "trl116|trl==1.16.0 transformers>=5.2|openenv,cpu|trl|"
   # no openenv 0.10 here (mcp 2 vs mcp<2): uses the URL; uv runs the chat program of vf-eval's null harness
   "vf040|verifiers[openenv]==0.4.0 uv||verifiers|"
   # skyrl-train 0.3.1 asks for Python 3.12 and flash-attn (a CUDA build); its Hydra config is all the test reads
-  "sky040|skyrl-gym==0.4.0 hydra-core==1.3.2|openenv,cpu|skyrl|skyrl-train==0.3.1"
-  "verl060|verl==0.6.0 pyarrow<26 transformers<5|openenv,cpu|verl|"
+  "sky040|skyrl-gym==0.4.0 hydra-core==1.3.2|openenv,cpu|skyrl|--no-deps --ignore-requires-python skyrl-train==0.3.1"
+  "verl060|verl==0.6.0 pyarrow<26|openenv,cpu|verl|transformers<5 datasets<5"  # against openenv's huggingface_hub>=1.29
   "verl071|verl==0.7.1 pyarrow<26|openenv,cpu|verl|"
   "verl080|verl==0.8.0 pyarrow<26|openenv,cpu|verl|"
   "verl091|verl==0.9.1|openenv,cpu|verl|"
@@ -56,7 +56,7 @@ record openenv-validate "openenv $("$SERVER_PY" -c 'import importlib.metadata as
   "$rc" $(( $(date +%s) - start )) "$("$SERVER_PY" -c "import json,sys; s=json.load(open(sys.argv[1]))['summary']; print(f\"{s['passed_count']}/{s['total_count']} criteria\")" "$OUT_DIR/openenv_validate.json" 2>/dev/null)"
 
 for spec in "${SPECS[@]}"; do
-  IFS='|' read -r name pkgs extras key nodeps <<< "$spec"
+  IFS='|' read -r name pkgs extras key then <<< "$spec"
   [[ " $ONLY " == *" $name "* ]] || continue
   venv=$VENV_ROOT/$name
   start=$(date +%s)
@@ -66,7 +66,7 @@ for spec in "${SPECS[@]}"; do
     torch=(); [[ $extras == *cpu* ]] && torch=("$TORCH_CPU")
     # shellcheck disable=SC2086
     if ! { "$PY" -m venv "$venv" && "$venv/bin/pip" install -q "${torch[@]}" $pkgs -e "$target" pytest pytest-timeout &&
-           { [[ -z $nodeps ]] || "$venv/bin/pip" install -q --no-deps --ignore-requires-python $nodeps; }; } \
+           { [[ -z $then ]] || "$venv/bin/pip" install -q $then; }; } \
         > "$OUT_DIR/$name.install.log" 2>&1; then
       record "$name" "$pkgs" install-failed $(( $(date +%s) - start )) "$(grep -E '^ERROR' "$OUT_DIR/$name.install.log" | head -1)"
       continue
