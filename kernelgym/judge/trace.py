@@ -29,6 +29,8 @@ _OP_NAME = re.compile(r"^aten\.[a-z0-9_]+(\.[A-Za-z0-9_]+)?$")
 MAX_ENTRIES = 20_000
 MAX_BUFFERS = 20_000
 MAX_DIMS = 16
+# Operators that copy bytes from their other tensor arguments into what they write (layout, dtype, device).
+COPIES = ("copy_", "clone", "_to_copy", "contiguous", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy")
 
 
 class TraceError(ValueError):
@@ -151,11 +153,50 @@ class Trace:
         if lo < 0 or (hi + 1) * itemsize > self.buffers[buf]["nbytes"]:
             raise TraceError(f"{where}: a tensor view outside its buffer")
 
+    def torch_made_outputs(self) -> list[str]:
+        """The torch operators that made an output's bytes (empty when the answer's kernels made every
+        output). A buffer is the kernels' when a launch was handed it last, or when a torch copy last
+        wrote it from buffers that were the kernels' (`out.permute(0, 2, 1).contiguous()` after the
+        kernel that wrote `out`: a layout copy of the kernels' result); a copy of an input, a fill or
+        an allocation left last is torch's. Outputs that view an input or the state are not listed."""
+        made: dict[int, str] = {}  # buffer -> "kernel", or the torch operator that made its bytes
+        for e in self.entries:
+            if "launch" in e:
+                made.update(dict.fromkeys(_buffers(e["args"]), "kernel"))
+                continue
+            packet = e["aten"].split(".")[1]
+            written = _buffers(e["outs"]) | (_buffers(e["args"][:1]) if packet.endswith("_") else set())
+            origin = e["aten"]
+            if packet in COPIES:
+                sources = _buffers([*e["args"], *e["kwargs"].values()]) - written
+                if all(made.get(b) == "kernel" for b in sources or written):
+                    origin = "kernel"
+            made.update(dict.fromkeys(written, origin))
+        return [made[r["buf"]] for r in _refs(self.outputs)
+                if self.buffers[r["buf"]]["kind"] == "scratch" and made.get(r["buf"], "kernel") != "kernel"]
+
     def scratch_bytes(self) -> int:
         return sum(b["nbytes"] for b in self.buffers if b["kind"] == "scratch")
 
     def kernels(self) -> list[str]:
         return sorted({e["launch"] for e in self.entries if "launch" in e})
+
+
+def _refs(value: Any) -> list[dict[str, Any]]:
+    """The tensor views in a trace value."""
+    if isinstance(value, list):
+        return [r for v in value for r in _refs(v)]
+    if isinstance(value, dict) and len(value) == 1:
+        (key, val), = value.items()
+        if key == "t":
+            return [val]
+        if key in ("tuple", "desc"):
+            return _refs(val)
+    return []
+
+
+def _buffers(value: Any) -> set[int]:
+    return {r["buf"] for r in _refs(value)}
 
 
 def dtype_itemsize(name: str) -> int:
