@@ -14,7 +14,7 @@ and the candidate still runs. In the order applied:
 - `uid`: when root, a per-candidate unprivileged uid/gid (the scratch dir is chowned to it first):
   no signals to, /proc reads of, or writes into anything of the judge's.
 - `caps`: every capability dropped, the bounding set emptied (nothing exec'd regains them).
-- `seccomp`: ptrace, process_vm_readv/writev, pidfd_getfd, io_uring and sockets of any family but
+- `seccomp`: ptrace, setsid, setpgid, process_vm_readv/writev, pidfd_getfd, io_uring and sockets of any family but
   AF_UNIX fail with EPERM/EAFNOSUPPORT, on every thread of the process.
 
 Namespaces, no_new_privs and Landlock apply to the calling thread and the threads and processes it
@@ -312,7 +312,9 @@ def _read(path: str) -> str:
 # -- seccomp ------------------------------------------------------------------------------------------
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _X32_BIT = 0x40000000
-_DENIED_X86_64 = (101, 310, 311, 425, 426, 427, 438)  # ptrace, process_vm_readv/writev, io_uring_*, pidfd_getfd
+# ptrace, setpgid, setsid, process_vm_readv/writev, io_uring_*, pidfd_getfd. setpgid/setsid: every descendant
+# stays in the candidate's process group, which the judge kills and counts when the evaluation ends (RH-27).
+_DENIED_X86_64 = (101, 109, 112, 310, 311, 425, 426, 427, 438)
 _SYS_SOCKET, _AF_UNIX = 41, 1
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
 

@@ -56,7 +56,7 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
     mem = int(config.cpu_memory_gb * (1 << 30)) if result.device == "cpu" else 0
     limits = (deadline, config.max_log_bytes, config.max_message_bytes, mem)
     plan = TrialPlan(reference, rng, config, result.device)
-    answer = None
+    answer = replayer = None
     try:
         with CandidateProcess.start(scratch, result.device, *limits) as answer:
             with clock("compile"):
@@ -87,10 +87,13 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
         pass
     finally:
         shutil.rmtree(replay_dir, ignore_errors=True)
-    if answer is not None and answer.leftovers:  # counted when its process group was killed
+    # Counted when each process closed. The replay process never runs the answer's Python: anything it
+    # left behind was started by the answer's kernels too.
+    leftovers = sum(p.leftovers for p in (answer, replayer) if p is not None)
+    if leftovers:
         result.correct = False
-        result.cheats.append(CheatVerdict("RH-27", f"the answer left {answer.leftovers} process(es) running outside "
-                                          "its process group (killed)", "runtime"))
+        result.cheats.append(CheatVerdict("RH-27", f"the answer left {leftovers} process(es) running after its "
+                                          "evaluation (killed)", "runtime"))
         _set(result, Status.CHEAT, f"rejected by threat rule RH-27: {result.cheats[-1].reason}")
 
 

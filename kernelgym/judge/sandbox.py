@@ -277,12 +277,18 @@ class CandidateProcess:
         if self._to_child < 0:
             return
         interrupt.untrack(self._tracked)
+        exited = False
         if self.exit_gracefully and self.proc.poll() is None:
             try:
                 protocol.send(self._to_child, {"op": "exit"})
                 self.proc.wait(timeout=2)
+                exited = True
             except (OSError, subprocess.TimeoutExpired):
                 pass
+        if exited:
+            # The child is gone by its own exit: whatever still runs in its process group was started
+            # by the answer and outlived it (confinement forbids leaving the group where seccomp works).
+            self.leftovers += len(group_members(self.proc.pid))
         self.kill()  # the group too: anything the answer left behind dies with it
         try:
             self.proc.wait(timeout=5)
@@ -349,6 +355,22 @@ def unregister_source(device: str, source: CandidateSource) -> None:
 
 def _device_key(device: str) -> str:
     return "cuda:0" if device == "cuda" else device
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes (zombies excluded) of process group `pgid`, by /proc/PID/stat."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()  # after "(comm)", which may hold spaces
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
 
 
 def kill_marked(marker: str, var: str = MARKER_VAR) -> int:
