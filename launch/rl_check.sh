@@ -19,8 +19,8 @@
 # checked by train/adapter_parts.py), and writes $OUT/next.txt: what this machine holds and the next call.
 # At most 8 files come back: next.txt, logs.tgz, and the stage's own (so sft and rl never share a call).
 # env: CORPUS_SECONDS=120 CORPUS_N=1500 CORPUS_GPUS="0 1 2 3" JOBS=14 SEED=0 HELDOUT_TASKS=200
-#      SFT_SECONDS=330 RL_SECONDS=300: training time per call, checked at the end of each optimizer step, so
-#      a call takes start-up + this + up to one step + the export; CALL_SECONDS=570 is the hard limit from the
+#      SFT_SECONDS=330 RL_SECONDS=330: training time per call (no step is begun that the longest step so far
+#      would carry past it), after a start-up of up to ~150 s; CALL_SECONDS=570 is the hard limit from the
 #      script's start (training is killed 25 s before it, the newest checkpoint is still sent back; run
 #      the call with timeout_s 600). SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 JUDGE_GPUS="1 2 3" JUDGE_JOBS=11 PORT=8000
 #      LIMIT=200 MAX_NEW=4096 MODELS="base sft rl" (eval) PYTHON=python3
@@ -199,7 +199,7 @@ if want rl; then
   start=$SECONDS
   CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
     train/grpo.py --config "$rl_config" --model_name_or_path "$base_model" --judge_url "$judge_url" --output_dir "$rl_dir" --base_adapter "$sft_dir" \
-    --max_seconds "${RL_SECONDS:-300}" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
+    --max_seconds "${RL_SECONDS:-330}" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
   code=$?
   note "rl: exit $code after $((SECONDS - start)) s; $(grep -m1 -o 'resuming from .*' "$logs/rl.log" || echo 'a new run')"
   case $code in

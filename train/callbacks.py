@@ -41,9 +41,10 @@ class BudgetState:
 
 
 class TimeBudget(TrainerCallback):
-    """Stop after `max_seconds` of training (the clock starts at `on_train_begin`), saving a checkpoint
+    """Stop within `max_seconds` of training (the clock starts at `on_train_begin`), saving a checkpoint
     at the step where it stops, so that a later run with `resume_from_checkpoint: auto` goes on with
-    the same optimizer, scheduler and data order."""
+    the same optimizer, scheduler and data order. A step is not begun when the longest step so far
+    would end past the budget: an RL step takes minutes, and a call's hard limit kills what overruns."""
 
     def __init__(self, max_seconds: float, clock: Callable[[], float] | None = None) -> None:
         if max_seconds <= 0:
@@ -51,13 +52,19 @@ class TimeBudget(TrainerCallback):
         self.max_seconds = max_seconds
         self.clock = clock or (lambda: _now())
         self.start: float | None = None
+        self.last = 0.0  # the clock at the end of the previous step
+        self.longest = 0.0  # the longest step so far
         self.state = BudgetState()
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.start = self.clock()
+        self.start = self.last = self.clock()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        if self.start is None or self.clock() - self.start < self.max_seconds:
+        if self.start is None:
+            return control
+        now = self.clock()
+        self.longest, self.last = max(self.longest, now - self.last), now
+        if now - self.start + self.longest < self.max_seconds:
             return control
         if state.global_step < state.max_steps:
             control.should_save = True

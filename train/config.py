@@ -44,7 +44,7 @@ class KernelGymArguments:
                                                     "while one wave is judged the next generates (1: all at once)"})
     reward: str = field(default="drkernel", metadata={"help": "reward function, a key of rewards.REWARDS"})
     max_turns: int = field(default=3, metadata={"help": "answers per episode"})
-    max_seconds: float = field(default=0.0, metadata={"help": "stop after this many seconds of training with a "
+    max_seconds: float = field(default=0.0, metadata={"help": "stop within this many seconds of training with a "
                                                        "checkpoint, exit code 3; run again with "
                                                        "`--resume_from_checkpoint auto` to go on (0: no limit)"})
     stop_on: str = field(default="never", metadata={"help": "end an episode early: never, correct or speedup"})
