@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Its successor for LoRA SFT and RL on a 4-GPU host, with checkpoints that outlive the machine: launch/rl_check.sh.
 # Issue 16 on one GPU machine, in stages (STAGE=corpus|sft|rl|eval, or a comma list):
 #   corpus  the verified cold-start corpus, judged at the full size on the GPU (DEVICE=cpu: the
 #           interpreter on the box's CPU cores); comes back as $OUT/coldstart.tgz
