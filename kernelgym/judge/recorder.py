@@ -29,6 +29,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from kernelgym.judge.kernel_source import CaptureError, KernelSpec, capture
 from kernelgym.judge.trace import LAUNCH_OPTIONS, Trace
 
+try:  # Triton's host-side TMA descriptor (triton.tools.tensor_descriptor), where this Triton has one
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older Triton
+    class TensorDescriptor:  # type: ignore[no-redef]
+        """Stands in where Triton has no host tensor descriptors: nothing is an instance."""
+
 _STATE: dict[str, Any] = {"recorder": None, "in_launch": 0}
 
 # Operators that allocate, fill or move memory: replayed as they are. Anything else is compute.
@@ -212,6 +218,8 @@ class Recorder(TorchDispatchMode):
 
         if isinstance(v, torch.Tensor):
             return {"t": self.ref(v)}
+        if isinstance(v, TensorDescriptor):
+            return self.descriptor(v, where)
         if v is None or isinstance(v, (bool, int, str)):
             return v
         if isinstance(v, float):
@@ -230,6 +238,16 @@ class Recorder(TorchDispatchMode):
         if isinstance(v, (torch.memory_format, torch.layout)):
             return {"enum": str(v).removeprefix("torch.")}
         raise RecordError(f"{where}: a {type(v).__name__} cannot be replayed")
+
+    def descriptor(self, d: Any, where: str) -> dict[str, Any]:
+        """A host tensor descriptor (TMA) as its base buffer viewed with the descriptor's shape and
+        strides, its block shape, padding and rounding: the replay builds it again on its buffers."""
+        if not isinstance(d.base, torch.Tensor) or not all(isinstance(x, int) for x in (*d.shape, *d.strides,
+                                                                                         *d.block_shape)):
+            raise RecordError(f"{where}: a TensorDescriptor needs a tensor base and integer shape, strides and "
+                              "block shape")
+        ref = self.ref(d.base) | {"size": [int(x) for x in d.shape], "stride": [int(x) for x in d.strides]}
+        return {"desc": [{"t": ref}, [int(x) for x in d.block_shape], str(d.padding), bool(d.round_f32_to_tf32)]}
 
     # -- launches -------------------------------------------------------------------------------
     def launch(self, kernel: Any, args: tuple, grid: Any, kwargs: dict[str, Any]) -> None:
@@ -267,7 +285,13 @@ class Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         packet = func.overloadpacket.__name__
-        if _STATE["in_launch"] or func.is_view or packet in ("detach", "alias"):
+        if _STATE["in_launch"]:
+            return func(*args, **kwargs)
+        if packet in HOST_CONSTANTS and args and isinstance(args[0], torch.Tensor):
+            self._host_constant(args[0])
+            if packet == "lift_fresh":  # the same tensor back (an alias): nothing to replay
+                return func(*args, **kwargs)
+        if func.is_view or packet in ("detach", "alias"):
             return func(*args, **kwargs)
         if packet in HOST_READS:
             self.host_reads.append(str(func))
@@ -275,10 +299,6 @@ class Recorder(TorchDispatchMode):
         if packet in UNREPLAYABLE:
             self.unreplayable.append(f"torch operator {func} changes a tensor's storage")
             return func(*args, **kwargs)
-        if packet in HOST_CONSTANTS and args and isinstance(args[0], torch.Tensor):
-            self._host_constant(args[0])
-            if packet == "lift_fresh":  # the same tensor back: nothing to replay
-                return func(*args, **kwargs)
         if packet not in DATA_MOVEMENT:
             self.torch_compute.append(str(func))
         where = str(func)

@@ -141,6 +141,11 @@ class Replayer:
             return self._view(val)
         if key == "tuple":
             return tuple(self._value(x) for x in val)
+        if key == "desc":  # shape and strides are the view's, checked inside its buffer (`trace`)
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            base = self._view(val[0]["t"])
+            return TensorDescriptor(base, list(base.shape), list(base.stride()), list(val[1]), val[2], val[3])
         if key == "tl_dtype":
             from kernelgym.judge.kernel_source import decode_constant
 

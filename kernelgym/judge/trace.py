@@ -131,11 +131,30 @@ class Trace:
                 for x in val:
                     self._check_value(x, where, depth + 1)
                 return
+            if key == "desc":
+                self._check_descriptor(val, where)
+                return
             if key in ("tl_dtype", "torch_dtype", "enum", "float") and isinstance(val, str):
                 return
             if key == "device" and val is True:
                 return
         raise TraceError(f"{where}: a value of unknown form")
+
+    def _check_descriptor(self, d: Any, where: str) -> None:
+        """A host TMA descriptor: [view of its base with its shape and strides, block shape, padding,
+        round_f32_to_tf32], within what `TensorDescriptor` accepts (rank 1-5, positive sizes, last
+        stride 1, 16-byte aligned base and strides, power-of-two blocks)."""
+        if not (isinstance(d, list) and len(d) == 4 and isinstance(d[0], dict) and set(d[0]) == {"t"}
+                and isinstance(d[1], list) and d[2] in ("zero", "nan") and isinstance(d[3], bool)):
+            raise TraceError(f"{where}: malformed tensor descriptor")
+        self._check_ref(d[0]["t"], where)
+        r, block = d[0]["t"], d[1]
+        itemsize = dtype_itemsize(r["dtype"])
+        if not (1 <= len(r["size"]) <= 5 and len(block) == len(r["size"]) and r["stride"][-1] == 1
+                and all(n > 0 for n in r["size"]) and all(s * itemsize % 16 == 0 for s in r["stride"][:-1])
+                and r["offset"] * itemsize % 16 == 0
+                and all(_int(b, 1) and b <= (1 << 16) and b & (b - 1) == 0 for b in block)):
+            raise TraceError(f"{where}: a tensor descriptor Triton would not build")
 
     def _check_ref(self, r: Any, where: str) -> None:
         if not isinstance(r, dict):
@@ -156,13 +175,14 @@ class Trace:
     def torch_made_outputs(self) -> list[str]:
         """The torch operators that made an output's bytes (empty when the answer's kernels made every
         output). A buffer is the kernels' when a launch was handed it last, or when a torch copy last
-        wrote it from buffers that were the kernels' (`out.permute(0, 2, 1).contiguous()` after the
-        kernel that wrote `out`: a layout copy of the kernels' result); a copy of an input, a fill or
-        an allocation left last is torch's. Outputs that view an input or the state are not listed."""
+        wrote it from scratch buffers that were the kernels' (`out.permute(0, 2, 1).contiguous()` after
+        the kernel that wrote `out`: a layout copy of the kernels' result); a copy of an input or of the
+        state (even one a kernel read), a fill or an allocation left last is torch's. Outputs that view
+        an input or the state are not listed (the judge's RH-10)."""
         made: dict[int, str] = {}  # buffer -> "kernel", or the torch operator that made its bytes
         for e in self.entries:
-            if "launch" in e:
-                made.update(dict.fromkeys(_buffers(e["args"]), "kernel"))
+            if "launch" in e:  # an input or the state a kernel reads is still not the kernels' result
+                made.update((b, "kernel") for b in _buffers(e["args"]) if self.buffers[b]["kind"] == "scratch")
                 continue
             packet = e["aten"].split(".")[1]
             written = _buffers(e["outs"]) | (_buffers(e["args"][:1]) if packet.endswith("_") else set())
