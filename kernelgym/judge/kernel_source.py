@@ -2,13 +2,17 @@
 in the replay process.
 
 Triton's front end runs Python while it compiles a kernel: a call to any Python callable the kernel
-can name is made at compile time, default values and annotations run when the `def` runs. So the
-replay process, which must never run answer Python, compiles only kernels whose source passes
+can name is made at compile time, an attribute of a global is looked up with `getattr`, default values
+and annotations run when the `def` runs; Triton's CPU interpreter runs the body as Python. So the replay
+process, which must never run answer Python, compiles only kernels whose source passes
 `kernel_problems`: every name a kernel uses is a parameter, a local, another captured kernel, a
-constant number, or public Triton language (`tl.*`, `tl.math.*`, libdevice, `triton.cdiv`, ...);
-no private or dunder attribute, no nested function, lambda, import or try. That is the language a
-GPU compiles; `compile_check` proves it on the CPU too, by lowering each kernel to Triton IR for a
-GPU target before the interpreter runs it.
+constant, or public Triton language; every attribute chain that starts at a module (`tl.math.exp`) or
+an imported Triton object is resolved step by step and may only pass through Triton language modules
+and end at a Triton language object (`_path_allowed`: a builtin, a Triton JIT function, a dtype, a
+Triton class, a `math` function); a kernel function, a builtin or a module is never the base of any
+other attribute; any other value (a tensor, dtype, constexpr, constant) has only the attributes of
+Triton's values (`_value_attributes`), which lead from such objects only to such objects. No private or
+dunder attribute, no nested function or class, lambda, import, try or with.
 
 `capture` runs in the untrusted child and may be lied to: nothing it reports is trusted, only
 checked here. A lie changes which program is replayed, and the verdict is about that program.
@@ -30,20 +34,26 @@ from typing import Any
 ALLOWED_MODULES = ("triton", "triton.language", "math")
 ALLOWED_MODULE_PREFIXES = ("triton.language.",)
 # Attributes of the `triton` package a kernel body may use besides `triton.language`.
-TRITON_TOP_LEVEL = {"language", "cdiv", "next_power_of_2", "jit", "constexpr"}
+TRITON_TOP_LEVEL = {"language", "cdiv", "next_power_of_2"}
+# On a GPU the compiler swaps the generic libdevice module (stubs) for its backend's, at a global and at
+# every attribute of a module (each backend's `get_module_map`): a path is checked in each of these views.
+BACKEND_MODULE_MAPS = ({}, {"triton.language.extra.libdevice": "triton.language.extra.cuda.libdevice"},
+                       {"triton.language.extra.libdevice": "triton.language.extra.hip.libdevice"})
 # Builtins Triton's code generator implements (plus a few it folds on constants).
 ALLOWED_BUILTINS = {"range", "len", "min", "max", "float", "int", "bool", "isinstance", "print", "tuple",
                     "abs", "list", "zip", "enumerate", "True", "False", "None", "getattr", "hasattr"}
 _DISALLOWED_NODES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
                      ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Try, ast.With, ast.AsyncWith, ast.Yield,
-                     ast.YieldFrom, ast.Await, ast.Delete, ast.NamedExpr, ast.Break, ast.Continue)
+                     ast.YieldFrom, ast.Await, ast.Delete, ast.NamedExpr, ast.Break, ast.Continue, ast.Match)
 # Attributes of values inside a kernel (tensors, dtypes, constexprs, tuples) besides Triton's public
 # methods: `x.dtype.element_ty`, `BLOCK.value`. Not `.handle` (the interpreter's numpy array, whose
-# methods reach the file system) nor anything private.
+# methods reach the file system), not a mapping's methods, nor anything private. Whatever a kernel can
+# hold, these lead only to what a kernel can hold (tests/judge/test_kernel_source_paths.py walks them).
 _VALUE_ATTRIBUTES = {"shape", "numel", "element_ty", "primitive_bitwidth", "int_bitwidth", "fp_mantissa_width",
-                     "exponent_bias", "name", "type", "value", "values", "scalar", "dtype", "T", "int_signedness",
+                     "exponent_bias", "name", "type", "value", "scalar", "dtype", "T", "int_signedness",
                      "itemsize", "block_shape", "strides", "base", "layout", "nbytes"}
-_NOT_VALUE_ATTRIBUTES = {"handle", "to_ir", "codegen_name", "mangle", "cache_key_part", "from_ir"}
+_NOT_VALUE_ATTRIBUTES = {"handle", "to_ir", "codegen_name", "mangle", "cache_key_part", "from_ir",
+                         "values", "items", "keys", "get", "fn", "src", "get_capture_scope", "module"}
 _TYPE_BUILTINS = {"int", "float", "bool", "str"}  # plain annotations (`axis: int`)
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 JIT_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment", "noinline")
@@ -241,11 +251,13 @@ def kernel_problems(specs: dict[str, KernelSpec]) -> list[str]:
         for name, target in spec.imports.items():
             if not _import_ok(name, target):
                 problems.append(f"kernel {spec.name}: {name} is not an object of Triton's language")
-        for name, value in (*spec.modules.items(), *spec.constants.items(), *spec.imports.items(),
-                            *((h, h) for h in spec.helpers)):
-            if name in bindings and bindings[name] != value:
-                problems.append(f"the kernels bind the global name {name} to different values; rename one")
-            bindings.setdefault(name, value)
+        kinds = (("module", spec.modules.items()), ("constant", spec.constants.items()),
+                 ("import", spec.imports.items()), ("kernel", ((h, h) for h in spec.helpers)))
+        for kind, items in kinds:  # one binding per name: a module is never read as a constant, or back
+            for name, value in items:
+                if name in bindings and bindings[name] != (kind, value):
+                    problems.append(f"the kernels bind the global name {name} to different values; rename one")
+                bindings.setdefault(name, (kind, value))
         for name, value in spec.constants.items():
             if not _IDENT.match(name) or not _constant_ok(value):
                 problems.append(f"kernel {spec.name}: global {name} is not a plain constant")
@@ -265,7 +277,7 @@ def _import_ok(name: str, target: Any) -> bool:
         return False
     module, attr = target.split(":")
     return _module_allowed(module) and module != "math" and _IDENT.match(attr) is not None \
-        and not attr.startswith("_") and _path_allowed([module, attr])
+        and not attr.startswith("_") and _path_allowed([module, attr], as_value=True)
 
 
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -314,10 +326,7 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
     fdef = tree.body[0]
     if fdef.decorator_list:
         return ["decorators belong to the launch, not the kernel source"]
-    problems: list[str] = []
-    if any(re.match(r"\s*(def|class|@)\b", line) for line in spec.src.splitlines()[1:]):
-        # Triton's interpreter finds a kernel's `def` by its own line scan: one `def` line per source
-        problems.append("a line inside the kernel that begins like a definition or decorator")
+    problems = _def_line_problems(spec.src)
     args = fdef.args
     if args.vararg or args.kwarg:
         problems.append("*args/**kwargs parameters")
@@ -333,38 +342,123 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
     for name in sorted(free_names(spec.src) - known - ALLOWED_BUILTINS - _TYPE_BUILTINS):
         problems.append(f"{name} is not defined for the kernel (not a parameter, local, captured global or "
                         "Triton builtin)")
+    bound = _bound_names(fdef)
+    for name in sorted(bound & (set(spec.modules) | set(spec.imports) | set(spec.helpers))):
+        problems.append(f"{name} names a module or function of the kernel's globals and is assigned inside it")
+    parents = {child: node for node in ast.walk(fdef) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(fdef):
         if node is fdef:
             continue
         if isinstance(node, _DISALLOWED_NODES):
             problems.append(f"line {node.lineno}: {type(node).__name__.lower()} inside a kernel")
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            if isinstance(node, ast.Attribute) or _root(node) not in bound:
+                problems.append(f"line {node.lineno}: assignment to an attribute or to an item of a global")
+            if isinstance(node, ast.Attribute):
+                problems += _attribute_problems(node.value, node.attr, node.lineno, spec, bound, as_value=True)
         elif isinstance(node, ast.Attribute):
-            if node.attr.startswith("_"):
-                problems.append(f"line {node.lineno}: private attribute .{node.attr}")
-            else:
-                path = _module_path(node, spec)
-                if path is not None and not _path_allowed(path):
-                    problems.append(f"line {node.lineno}: {'.'.join(path)} is not Triton language")
-                elif path is None and node.attr not in _value_attributes():
-                    problems.append(f"line {node.lineno}: .{node.attr} is not an attribute of a Triton value")
+            problems += _attribute_problems(node.value, node.attr, node.lineno, spec, bound,
+                                            as_value=not _chain_base(node, parents))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            if not _literal_attribute_call(node):
+                problems.append(f"line {node.lineno}: {node.func.id} needs a literal public attribute name")
+            else:  # judged exactly like the attribute it names
+                as_value = node.func.id == "getattr" and not _chain_base(node, parents)
+                problems += _attribute_problems(node.args[0], node.args[1].value, node.lineno, spec, bound, as_value)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id.startswith("__") or (node.id not in known and node.id in vars(builtins)
                                              and node.id not in ALLOWED_BUILTINS):
                 problems.append(f"line {node.lineno}: {node.id} is not available in a kernel")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
-            if len(node.args) < 2 or not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
-                                          and _IDENT.match(node.args[1].value) and not node.args[1].value.startswith("_")):
-                problems.append(f"line {node.lineno}: {node.func.id} needs a literal public attribute name")
-            else:  # judged exactly like the attribute it names
-                as_attr = ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load())
-                path = _module_path(as_attr, spec)
-                if path is not None and not _path_allowed(path):
-                    problems.append(f"line {node.lineno}: {'.'.join(path)} is not Triton language")
-                elif path is None and node.args[1].value not in _value_attributes():
-                    problems.append(f"line {node.lineno}: .{node.args[1].value} is not an attribute of a Triton value")
+            elif node.id in spec.modules and node.id not in bound and not _chain_base(node, parents):
+                problems.append(f"line {node.lineno}: the module {node.id} used as a value; a kernel may name "
+                                f"what is in it ({node.id}.name), not pass or keep the module")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("__"):
             problems.append(f"line {node.lineno}: dunder string")
     return problems
+
+
+# Triton finds a kernel's `def` by scanning its lines, not by parsing them: the JIT compiler takes the
+# source from the first line matching this (after the decorators), the interpreter from the last line
+# that starts with `def `.
+_JIT_DEF_LINE = re.compile(r"def\s+\w+\s*\(")
+
+
+def _def_line_problems(src: str) -> list[str]:
+    """Both scans must find the kernel's own `def`: its first line, and no other line (a line of a
+    string or docstring) starting with `def `. Lines are split as `linecache` splits the rebuilt module."""
+    lines = src.splitlines()
+    problems = []
+    if not lines or not (lines[0].startswith("def ") and _JIT_DEF_LINE.match(lines[0])):
+        problems.append("the kernel's first line must read `def <name>(` (Triton finds the kernel by that line)")
+    if any(line.strip().startswith("def ") for line in lines[1:]):
+        problems.append("a line inside the kernel (in a string) starts with `def `: Triton's interpreter would "
+                        "take the kernel's source from that line")
+    return problems
+
+
+def _bound_names(fdef: ast.FunctionDef) -> set[str]:
+    """Names the kernel binds (parameters, assignment and loop targets): its locals."""
+    args = fdef.args
+    bound = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    return bound | {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+
+def _literal_attribute_call(node: Any) -> bool:
+    """`getattr(x, "name", ...)` / `hasattr(x, "name")` with a literal identifier."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str) and _IDENT.match(node.args[1].value) is not None)
+
+
+def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
+    """`tl.math.exp` -> (Name tl, ["math", "exp"]); `getattr(x, "name")` reads as `x.name`."""
+    parts: list[str] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif _literal_attribute_call(node) and node.func.id == "getattr":
+            parts.append(node.args[1].value)
+            node = node.args[0]
+        else:
+            return node, parts[::-1]
+
+
+def _root(node: ast.AST) -> str | None:
+    """The name an attribute/item chain starts at (`a.b[0].c` -> "a"), or None."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _chain_base(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether `node` is only the base of a further attribute (`tl` in `tl.load`), not a value."""
+    parent = parents.get(node)
+    return (isinstance(parent, ast.Attribute) and parent.value is node) or (
+        _literal_attribute_call(parent) and parent.args[0] is node)
+
+
+def _attribute_problems(base: ast.AST, attr: str, line: int, spec: KernelSpec, bound: set[str],
+                        as_value: bool) -> list[str]:
+    """`base.attr`: a path from a module or an imported Triton object, resolved at every step, or an
+    attribute of a value; never an attribute of a kernel function or a builtin."""
+    if attr.startswith("_"):
+        return [f"line {line}: private attribute .{attr}"]
+    root, parts = _chain(base)
+    parts.append(attr)
+    name = root.id if isinstance(root, ast.Name) and root.id not in bound else None
+    if name is not None and (name in spec.modules or name in spec.imports):
+        path = [spec.modules[name]] if name in spec.modules else str(spec.imports[name]).split(":")
+        if not _path_allowed([*path, *parts], as_value=as_value):
+            return [f"line {line}: {'.'.join([*path, *parts])} is not Triton language"]
+        return []
+    if name is not None and name in spec.helpers:
+        return [f"line {line}: .{attr} of the kernel function {name}; a kernel may only call it"]
+    if name is not None and name not in spec.constants and name in ALLOWED_BUILTINS | _TYPE_BUILTINS:
+        return [f"line {line}: .{attr} of the builtin {name}"]
+    if attr not in _value_attributes():
+        return [f"line {line}: .{attr} is not an attribute of a Triton value"]
+    return []
 
 
 def _value_attributes() -> set[str]:
@@ -386,8 +480,10 @@ def _annotation_ok(node: ast.AST, spec: KernelSpec) -> bool:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return bool(re.fullmatch(r"[A-Za-z_][\w.]*", node.value)) and "__" not in node.value
     if isinstance(node, ast.Attribute):
-        path = _module_path(node, spec)
-        return path is not None and _path_allowed(path)
+        root, parts = _chain(node)
+        if not isinstance(root, ast.Name) or root.id not in spec.modules:
+            return False
+        return _path_allowed([spec.modules[root.id], *parts], as_value=True)
     if isinstance(node, ast.Name):
         return node.id in spec.imports or node.id in _TYPE_BUILTINS
     if isinstance(node, ast.Constant) and node.value is None:
@@ -395,68 +491,147 @@ def _annotation_ok(node: ast.AST, spec: KernelSpec) -> bool:
     return False
 
 
-def _module_path(node: ast.Attribute, spec: KernelSpec) -> list[str] | None:
-    """`tl.math.exp` -> ["triton.language", "math", "exp"] when the chain starts at a module alias."""
-    parts: list[str] = []
-    cur: ast.AST = node
-    while True:
-        if isinstance(cur, ast.Attribute):
-            parts.append(cur.attr)
-            cur = cur.value
-        elif (isinstance(cur, ast.Call) and isinstance(cur.func, ast.Name) and cur.func.id == "getattr"
-              and len(cur.args) >= 2 and isinstance(cur.args[1], ast.Constant) and isinstance(cur.args[1].value, str)):
-            parts.append(cur.args[1].value)
-            cur = cur.args[0]
-        else:
-            break
-    if isinstance(cur, ast.Name) and cur.id in spec.modules:
-        return [spec.modules[cur.id], *reversed(parts)]
-    return None
+_MISSING = object()
 
 
-def _path_allowed(path: list[str]) -> bool:
-    """Resolve a dotted path over the real modules (public names only) and accept it when every
-    step stays inside Triton's language (or is `triton.cdiv`-like, or math)."""
+def _path_allowed(path: list[str], as_value: bool) -> bool:
+    """Whether a dotted path from a module (`["triton.language", "math", "exp"]`) is Triton language at
+    every step, as the CPU and each GPU backend resolve it: Triton language modules, then a language
+    object (`_language_object`), then at most the attributes of a dtype, `.value` of a constexpr or a
+    member of an enum. A module ends a path only as the base of a further attribute (`as_value` false)."""
+    return all(_resolves_to_language(path, view, as_value) for view in BACKEND_MODULE_MAPS)
+
+
+def _resolves_to_language(path: list[str], view: dict[str, str], as_value: bool) -> bool:
     import importlib
 
-    root = path[0]
-    if root == "triton":
-        if len(path) < 2 or path[1] not in TRITON_TOP_LEVEL:
-            return False
-        if path[1] != "language":
-            return len(path) == 2
-        path = ["triton.language", *path[2:]]
-        root = path[0]
-    try:
-        obj: Any = importlib.import_module(root)
-    except ImportError:
+    import triton
+
+    root, parts = path[0], list(path[1:])
+    if any(not isinstance(p, str) or not _IDENT.match(p) or p.startswith("_") for p in parts):
         return False
-    for part in path[1:]:
-        if part.startswith("_"):
+    if root == "triton":
+        if not parts or parts[0] not in TRITON_TOP_LEVEL:
             return False
-        if not inspect.ismodule(obj):
-            return part in _value_attributes() and _language_object(obj)  # `tl.float32.primitive_bitwidth`
-        if not _module_allowed(obj.__name__):
-            return False
-        if not hasattr(obj, part):
-            return True  # Triton reports the missing name at compile time
-        obj = getattr(obj, part)
-    return _module_allowed(obj.__name__) if inspect.ismodule(obj) else _language_object(obj)
+        if parts[0] != "language":
+            obj = getattr(triton, parts[0], None)
+            return len(parts) == 1 and (obj is triton.cdiv or obj is triton.next_power_of_2)
+        root, parts = "triton.language", parts[1:]
+    if not _module_allowed(root):
+        return False
+    _import_language_modules()
+    obj: Any = importlib.import_module(root)
+    for i, part in enumerate(parts):
+        if inspect.ismodule(obj):
+            obj = _backend_module(obj, view)
+            if not _module_allowed(obj.__name__):
+                return False
+            obj = getattr(obj, part, _MISSING)
+            if obj is _MISSING:
+                return i == len(parts) - 1  # a name the module lacks: Triton says so
+        else:
+            obj = _language_step(obj, part)
+            if obj is _MISSING:
+                return False
+    if inspect.ismodule(obj):
+        return not as_value and _module_allowed(_backend_module(obj, view).__name__)
+    return _language_object(obj)
+
+
+def _language_step(obj: Any, part: str) -> Any:
+    """The one kind of attribute a path may take past a module: a dtype's (`tl.float32.primitive_bitwidth`),
+    a constexpr's `.value`, an enum's member (`tl.PropagateNan.ALL`). `_MISSING` for anything else."""
+    from triton.language import core
+
+    if isinstance(obj, core.dtype) and part in _value_attributes():
+        return getattr(obj, part, _MISSING)
+    if isinstance(obj, core.constexpr) and part == "value":
+        return obj.value
+    if _language_enum(obj):
+        member = getattr(obj, part, _MISSING)
+        return member if isinstance(member, obj) else _MISSING
+    return _MISSING
 
 
 def _language_object(obj: Any) -> bool:
-    """A value a kernel may reach through a module: defined in Triton's language (functions, classes,
-    dtypes, constexprs), `triton.cdiv`-like helpers, a `math` function, or a plain number."""
+    """What a path may end at: a constant, a dtype, a Triton builtin or JIT function, a class of Triton
+    values or types, an option enum, a generic libdevice stub, a `math` function, or a dtype's method.
+    Never a module's helper that is not language (`tl.core.builtin`, `tl.extra.module_from_spec`), a
+    mapping, a list, or an attribute of a function."""
+    import enum
+
     from triton.language import core
 
-    if isinstance(obj, (bool, int, float, str, core.dtype, core.constexpr)) or obj is None:
+    if obj is None or isinstance(obj, (bool, int, float, str, core.dtype)):
         return True
-    inner = getattr(obj, "fn", None)  # a JIT/interpreted function of Triton's own (`tl.max`)
-    module = getattr(inner if inspect.isfunction(inner) else obj, "__module__", None)
-    if not isinstance(module, str):
-        module = getattr(type(obj), "__module__", "")
-    return module.startswith("triton.language") or module == "math" or (
-        module in ("triton.runtime.jit", "triton") and getattr(obj, "__name__", "") in ("cdiv", "next_power_of_2"))
+    if isinstance(obj, tuple):
+        return len(obj) < 256 and all(_language_object(v) for v in obj)
+    if isinstance(obj, core.constexpr):
+        return _language_object(obj.value)
+    if _language_enum(obj) or (isinstance(obj, enum.Enum) and _language_enum(type(obj))):
+        return True
+    if inspect.isclass(obj):
+        return (_from_language(obj) and issubclass(obj, (core.base_value, core.base_type))) or any(
+            obj is getattr(core, name, None) for name in ("slice", "const"))
+    if _jit_callable(obj):
+        import triton
+
+        return _from_language(obj.fn) or obj is triton.cdiv or obj is triton.next_power_of_2
+    if inspect.isfunction(obj):
+        return _from_language(obj) and (core.is_builtin(obj) or obj.__module__ == "triton.language.extra.libdevice")
+    if inspect.ismethod(obj):
+        return isinstance(obj.__self__, core.dtype) and _from_language(obj.__func__)
+    return inspect.isbuiltin(obj) and getattr(obj, "__module__", None) == "math"
+
+
+def _from_language(obj: Any) -> bool:
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and (module == "triton.language" or module.startswith("triton.language."))
+
+
+def _jit_callable(obj: Any) -> bool:
+    """A `@triton.jit` / `@triton.constexpr_function` object (an interpreted one under the interpreter)."""
+    return type(obj).__module__ in ("triton.runtime.jit", "triton.runtime.interpreter") and inspect.isfunction(
+        getattr(obj, "fn", None))
+
+
+def _language_enum(obj: Any) -> bool:
+    """An enum class of Triton's language options (`tl.PropagateNan`)."""
+    import enum
+
+    from triton.language import core
+
+    return inspect.isclass(obj) and issubclass(obj, enum.Enum) and (
+        _from_language(obj) or obj is getattr(core, "PropagateNan", None))
+
+
+def _backend_module(module: Any, view: dict[str, str]) -> Any:
+    import importlib
+
+    target = view.get(module.__name__)
+    return importlib.import_module(target) if target else module
+
+
+_LANGUAGE_IMPORTED = False
+
+
+def _import_language_modules() -> None:
+    """Import every submodule of `triton.language` once, so that a path never names a submodule that
+    is missing when it is checked and present when the kernel runs."""
+    global _LANGUAGE_IMPORTED
+    if _LANGUAGE_IMPORTED:
+        return
+    import importlib
+    import pkgutil
+
+    import triton.language
+
+    for info in pkgutil.walk_packages(triton.language.__path__, "triton.language."):
+        try:
+            importlib.import_module(info.name)
+        except Exception:  # noqa: BLE001 - a backend's module that cannot load here is not reachable either
+            pass
+    _LANGUAGE_IMPORTED = True
 
 
 # ---------------------------------------------------------------- rebuild (trusted side)

@@ -1,5 +1,5 @@
 # task: cross_entropy_per_sample
-# style: a kernel docstring whose second paragraph starts with the word "class" ("class indices come from ..."): kernel_source._source_problems refuses any kernel line matching `\s*(def|class|@)\b` as "a line inside the kernel that begins like a definition or decorator", though Triton's interpreter only looks for lines starting with "def " and the GPU compiler parses the source with ast
+# style: a kernel docstring whose second paragraph starts with the word "class" ("class indices come from ..."). kernel_source once refused any kernel line matching `\s*(def|class|@)\b` ("a line inside the kernel that begins like a definition or decorator"); nested definitions are now refused from the AST, and only a line starting with `def ` (which Triton's interpreter would take for the kernel's def) is refused by line
 import torch
 import torch.nn as nn
 import triton
