@@ -2,7 +2,6 @@
 # source: FlagOpen/FlagGems src/flag_gems/ops/log_softmax.py (@532ff438c70343d7aec9becdabb76a71225a0553)
 # licence: Apache-2.0, Copyright (c) 2024 BAAI (FlagOpen/FlagGems)
 # style: @libentry() (FlagGems' launch-cache wrapper) dropped, logger.debug dropped; constexpr defaults in the kernel signature (BLOCK_M=8, BLOCK_N=256), online max/sum over column blocks with `and` between tensor masks, 2-D grid lambda, launcher parameter named `self`, `with torch_device_fn.device(...)`
-# cpu: no (the kernel combines tensor masks with Python `and`; the Triton 3.x CPU interpreter appears to evaluate it as Python `and` (keeping only the column mask), so rows past M are loaded and stored out of bounds: NaN warnings, then heap corruption (SIGABRT/SIGSEGV) on some runs; it passed 7/7 once)
 import math
 
 import torch

@@ -2,7 +2,6 @@
 # source: linkedin/Liger-Kernel src/liger_kernel/ops/group_norm.py (@ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c)
 # licence: BSD-2-Clause, Copyright 2024 LinkedIn Corporation (where the source file says so, parts derived from Unsloth, Apache-2.0)
 # style: LigerGroupNormFunction: 2-D grid (batch, group), X.view(batch, groups, -1).contiguous(), per-channel affine applied inside a loop over the group's channels, @ensure_contiguous, autograd.Function with backward
-# cpu: no (the kernel calls .to(tl.float32) on a scalar float argument (eps / gate_multiplier); on a GPU that is a scalar tensor, the Triton 3.x CPU interpreter passes a Python float: AttributeError)
 import operator
 
 import torch

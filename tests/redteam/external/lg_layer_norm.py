@@ -2,7 +2,6 @@
 # source: linkedin/Liger-Kernel src/liger_kernel/ops/layer_norm.py (@ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c)
 # licence: BSD-2-Clause, Copyright 2024 LinkedIn Corporation (where the source file says so, parts derived from Unsloth, Apache-2.0)
 # style: LigerLayerNormFunction: single-block row kernel with calculate_settings, fp32 Mean/RSTD side buffers, @ensure_contiguous, autograd.Function with backward; weights read from an nn.LayerNorm submodule
-# cpu: no (the kernel calls .to(tl.float32) on a scalar float argument (eps / gate_multiplier); on a GPU that is a scalar tensor, the Triton 3.x CPU interpreter passes a Python float: AttributeError)
 import math
 import operator
 

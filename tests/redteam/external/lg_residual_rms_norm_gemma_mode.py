@@ -2,7 +2,6 @@
 # source: linkedin/Liger-Kernel src/liger_kernel/ops/fused_add_rms_norm.py (@ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c)
 # licence: BSD-2-Clause, Copyright 2024 LinkedIn Corporation (where the source file says so, parts derived from Unsloth, Apache-2.0)
 # style: LigerFusedAddRMSNormFunction with casting_mode 'gemma' (fp32 compute, then cast back): one kernel writes both the normalised output and the updated residual (x + residual, a second output the wrapper discards), tuple return unpacked in forward, tl.constexpr casting-mode globals, @ensure_contiguous, autograd.Function with backward
-# cpu: no (the kernel calls .to(tl.float32) on a scalar float argument (eps / gate_multiplier); on a GPU that is a scalar tensor, the Triton 3.x CPU interpreter passes a Python float: AttributeError)
 import math
 import operator
 

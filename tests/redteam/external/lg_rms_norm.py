@@ -2,7 +2,6 @@
 # source: linkedin/Liger-Kernel src/liger_kernel/ops/rms_norm.py (@ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c)
 # licence: BSD-2-Clause, Copyright 2024 LinkedIn Corporation (where the source file says so, parts derived from Unsloth, Apache-2.0)
 # style: LigerRMSNormFunction (casting_mode 'llama', offset 0.0): tl.constexpr module globals for casting modes, libdevice rsqrt via try/except import, scalar .to(tl.float32) on eps/offset, @ensure_contiguous decorator with functools.wraps, device_context context manager, calculate_settings, row kernel vs 16-row block kernel chosen by shape, dict **kernel_args at launch, autograd.Function with backward
-# cpu: no (the kernel calls .to(tl.float32) on a scalar float argument (eps / gate_multiplier); on a GPU that is a scalar tensor, the Triton 3.x CPU interpreter passes a Python float: AttributeError)
 """
 This file incorporates code from Unsloth licensed under the Apache License, Version 2.0.
 See the original Unsloth repository at https://github.com/unslothai/unsloth.

@@ -2,7 +2,7 @@
 # source: linkedin/Liger-Kernel src/liger_kernel/ops/swiglu.py (@ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c); triton-lang/triton python/tutorials (see the marked section)
 # licence: BSD-2-Clause, Copyright 2024 LinkedIn Corporation (where the source file says so, parts derived from Unsloth, Apache-2.0); triton-lang/triton tutorials: MIT, Copyright 2018-2020 Philippe Tillet; Copyright 2020-2022 OpenAI
 # style: LigerSiLUMulFunction (the library's SwiGLU op takes the two projections) on two projections by the Triton tutorial 03 autotuned matmul (W.T strided views; its output dtype line changed from fp16 to the output pointer's dtype); Liger side: jit helper silu, scalar gate_multiplier .to(tl.float32), torch.distributed.tensor.DTensor isinstance branches in the Function, device_context, @ensure_contiguous
-# cpu: no (the kernel calls .to(tl.float32) on a scalar float argument (eps / gate_multiplier); on a GPU that is a scalar tensor, the Triton 3.x CPU interpreter passes a Python float: AttributeError)
+# cpu: no (its Function reads torch.distributed.tensor.DTensor, which the CPU build of torch 2.13 does not import: AttributeError before any kernel runs)
 import torch
 import triton
 import triton.language as tl
