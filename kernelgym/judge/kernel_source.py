@@ -391,8 +391,8 @@ def _def_line_problems(src: str) -> list[str]:
     if not lines or not (lines[0].startswith("def ") and _JIT_DEF_LINE.match(lines[0])):
         problems.append("the kernel's first line must read `def <name>(` (Triton finds the kernel by that line)")
     if any(line.strip().startswith("def ") for line in lines[1:]):
-        problems.append("a line inside the kernel (in a string) starts with `def `: Triton's interpreter would "
-                        "take the kernel's source from that line")
+        problems.append("a second line starting with `def ` (in a string?): Triton's interpreter would take "
+                        "the kernel's source from there")
     return problems
 
 
@@ -449,9 +449,13 @@ def _attribute_problems(base: ast.AST, attr: str, line: int, spec: KernelSpec, b
     name = root.id if isinstance(root, ast.Name) and root.id not in bound else None
     if name is not None and (name in spec.modules or name in spec.imports):
         path = [spec.modules[name]] if name in spec.modules else str(spec.imports[name]).split(":")
-        if not _path_allowed([*path, *parts], as_value=as_value):
-            return [f"line {line}: {'.'.join([*path, *parts])} is not Triton language"]
-        return []
+        dotted = ".".join([*path, *parts])
+        if _path_allowed([*path, *parts], as_value=as_value):
+            return []
+        if as_value and _path_allowed([*path, *parts], as_value=False):
+            return [f"line {line}: the module {dotted} used as a value; a kernel may name what is in it, "
+                    "not pass or keep the module"]
+        return [f"line {line}: {dotted} is not Triton language"]
     if name is not None and name in spec.helpers:
         return [f"line {line}: .{attr} of the kernel function {name}; a kernel may only call it"]
     if name is not None and name not in spec.constants and name in ALLOWED_BUILTINS | _TYPE_BUILTINS:
