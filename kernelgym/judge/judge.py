@@ -33,6 +33,7 @@ from kernelgym.judge.runtime_checks import (
     check_timed_outputs,
     check_trial_reply,
     constant_output_verdict,
+    spot_expected,
     PROFILE_REPS,
     harness_verdicts,
     hook_verdicts,
@@ -344,23 +345,6 @@ def _replay_checkable(outputs: list[Any]) -> bool:
     return sum(o.numel() for o in outputs if isinstance(o, torch.Tensor)) >= _REPLAY_MIN_ELEMENTS
 
 
-def _spot_expected(reference: Reference) -> Any:
-    """The reference's output on a timing set as the varied call `call` saw it (`varied_copy` is a
-    pure function of the values and the call number), or None where it is not finite."""
-    from kernelgym.judge.compare import expected_is_finite
-    from kernelgym.judge.inputs import to_device, varied_copy
-
-    def expected_for(trial: Any, call: int) -> Any:
-        # The variation is drawn on the values' device, so make it where the child made it (its
-        # device is the reference's), wherever the parent keeps the set between uses.
-        with gpu_lock(reference.device, exclusive=False):
-            varied = varied_copy(to_device(trial.inputs, reference.device), call)
-        expected = reference.expected(varied)
-        return expected if expected_is_finite(expected) else None
-
-    return expected_for
-
-
 def _trial_failed(result: EvalResult, t: Trial, reply: dict[str, Any]) -> None:
     """A trial (or the variant's build) that errored or found the harness hooked: its verdict."""
     if "error" not in reply:
@@ -444,7 +428,7 @@ def _time_and_profile(child: CandidateProcess, trials_drawn: int, report: Any, r
             # The calls the child had to keep follow from the seed and the number of varied calls it ran.
             spots = expected_spots(spot_seed, spot_size, config.timing_warmup, len(reply["times_ms"]) - len(sets))
             with clock.locked(result.device, exclusive=False):
-                result.cheats.extend(check_spot_outputs(outputs, spots, sets, _spot_expected(reference), config))
+                result.cheats.extend(check_spot_outputs(outputs, spots, sets, spot_expected(reference), config))
     result.runtime = RuntimeStats.from_samples(reply["times_ms"])
     if config.profile:
         result.cheats.extend(hook_verdicts(prof, "profile"))

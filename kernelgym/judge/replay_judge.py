@@ -31,7 +31,9 @@ from kernelgym.judge.inputs import base_distribution
 from kernelgym.judge.messages import build_message, inputs_source, load_message
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Profile, KernelTime, RuntimeStats, Status, TrialResult
-from kernelgym.judge.runtime_checks import PROFILE_REPS, check_timed_outputs
+from kernelgym.judge.runtime_checks import (PROFILE_REPS, check_spot_outputs, check_timed_outputs, output_bytes,
+                                             spot_expected)
+from kernelgym.judge.spot import expected_spots, spot_count
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
 
@@ -304,11 +306,15 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
                 for i in range(config.timing_input_sets)]
         prep = replayer.request({"op": "replay_timing_inputs", "sets": [(t.seed, t.distribution) for t in sets]})
         _check_error(prep, result, "before timing: ")
+        # Secret until this request: the seed of the varied calls whose outputs are kept and checked.
+        spot_seed = rng.getrandbits(63)
+        spot_size = spot_count(output_bytes(sets[0].expected), len(sets), config.max_message_bytes)
         with clock.locked(result.device, exclusive=True):
             with clock("measure"):
                 reply = replayer.request({"op": "replay_time", "warmup": config.timing_warmup,
                                           "reps": config.timing_reps, "flush_bytes": config.l2_flush_bytes,
-                                          "budget_s": config.timing_budget_s})
+                                          "budget_s": config.timing_budget_s, "spot_seed": spot_seed,
+                                          "spot_size": spot_size})
             prof: dict[str, Any] = {}
             if config.profile and "error" not in reply:
                 with clock("profile"):
@@ -316,9 +322,12 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
         _check_error(reply, result, "during timing: ")
         with clock("timed_outputs"):
             outputs = replayer.request({"op": "replay_timed_outputs"})
-            # The last timed call per set is checked. No secret spot sample (the in-process engine's
-            # RH-21 defence): no answer Python runs here to tell timed calls from checked ones.
+            # The last timed call per set, and the secret sample of varied calls (kept in the replay
+            # process right after each call, recomputed here from the seed and the number of calls).
             verdicts = check_timed_outputs(outputs, sets, config)
+            if not verdicts and "times_ms" in reply:
+                spots = expected_spots(spot_seed, spot_size, config.timing_warmup, len(reply["times_ms"]) - len(sets))
+                verdicts = check_spot_outputs(outputs, spots, sets, spot_expected(reference), config)
         if verdicts:  # the replay computed a wrong output on timing inputs: wrong, whatever the cause
             result.correct = False
             _set(result, Status.WRONG_OUTPUT, f"wrong output during timing: {verdicts[0].reason}")

@@ -291,3 +291,22 @@ def constant_output_verdict(expected: Any, actual: Any, index: int) -> list[Chea
             return [CheatVerdict("RH-12", f"trial {index}: the output is the constant {float(a_flat[0]):g} everywhere "
                                  "while the reference's varies: a trivial output passing on tolerance", "runtime")]
     return []
+
+
+def spot_expected(reference: Any) -> Any:
+    """The reference's output on a timing set as the varied call `call` saw it (`varied_copy` is a
+    pure function of the values and the call number), or None where it is not finite."""
+    from kernelgym.judge.compare import expected_is_finite
+    from kernelgym.judge.inputs import to_device, varied_copy
+
+    def expected_for(trial: Any, call: int) -> Any:
+        # The variation is drawn on the values' device, so make it where the child made it (its
+        # device is the reference's), wherever the parent keeps the set between uses.
+        from kernelgym.judge.timing import gpu_lock
+
+        with gpu_lock(reference.device, exclusive=False):
+            varied = varied_copy(to_device(trial.inputs, reference.device), call)
+        expected = reference.expected(varied)
+        return expected if expected_is_finite(expected) else None
+
+    return expected_for

@@ -1,0 +1,67 @@
+"""The replay's timing keeps a secret sample of varied timed calls for the judge to check (RH-21):
+kernels can keep state past their buffers and skip the work on calls they count as unchecked.
+
+The replay session's `replay_time` / `replay_timed_outputs` ops, run with host stand-ins for CUDA
+events (`host_timing`, as in test_spot_checks) and a replayer whose "kernels" are torch functions."""
+
+from types import SimpleNamespace
+
+import torch
+
+from kernelgym.judge.child import hold_on_host
+from kernelgym.judge.config import JudgeConfig
+from kernelgym.judge.inputs import varied_copy
+from kernelgym.judge.replay_session import ReplayOps
+from kernelgym.judge.runtime_checks import check_spot_outputs
+from kernelgym.judge.spot import expected_spots
+from tests.judge.test_spot_checks import host_timing  # noqa: F401 - a fixture
+
+
+class _Replayer:
+    """`prepare(args)` then `run()`, as `replay.Replayer`; `skip_after` calls, it stops working (zeros)
+    on every call but the last of the measurement, as a kernel counting calls in allocator slack could."""
+
+    def __init__(self, skip_from: int | None = None) -> None:
+        self.calls, self.skip_from, self.args = 0, skip_from, None
+
+    def prepare(self, args):
+        self.args = args
+
+    def run(self):
+        self.calls += 1
+        x = self.args[0]
+        if self.skip_from is not None and self.skip_from <= self.calls:
+            return torch.zeros_like(x)
+        return torch.relu(x)
+
+
+class _Session(ReplayOps):
+    def __init__(self, replayer, sets):
+        self.role, self.replayers, self.timing_sets = "replay", {"main": (replayer, None)}, sets
+        self.helpers = {"hold_on_host": hold_on_host}
+        self.code_path = ""
+
+
+def _measure(replayer, seed=11, size=6, reps=30, warmup=2):
+    sets = [[torch.randn(64)], [torch.randn(64)]]
+    session = _Session(replayer, sets)
+    times = session.op_replay_time({"warmup": warmup, "reps": reps, "flush_bytes": 64, "spot_seed": seed,
+                                    "spot_size": size})
+    outputs = session.op_replay_timed_outputs({})
+    spots = expected_spots(seed, size, warmup, len(times["times_ms"]) - len(sets))
+    trials = [SimpleNamespace(inputs=s, expected=torch.relu(s[0]), distribution="normal") for s in sets]
+    verdicts = check_spot_outputs(outputs, spots, trials, lambda t, call: torch.relu(varied_copy(t.inputs, call)[0]),
+                                  JudgeConfig(device="cpu"))
+    return outputs, spots, verdicts
+
+
+def test_the_replay_keeps_the_secret_sample_and_honest_calls_pass(host_timing):  # noqa: F811
+    outputs, spots, verdicts = _measure(_Replayer())
+    assert [call for call, _, _ in outputs["spots"]] == spots and len(spots) == 6
+    assert verdicts == []
+
+
+def test_kernels_that_skip_unchecked_timed_calls_are_caught(host_timing):  # noqa: F811
+    # Skims from the 10th call on (warm-up included): every varied call after it is zeros.
+    _, _, verdicts = _measure(_Replayer(skip_from=10))
+    assert [v.rule for v in verdicts] == ["RH-21"]
