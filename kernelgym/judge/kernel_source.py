@@ -369,6 +369,10 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
             if node.id.startswith("__") or (node.id not in known and node.id in vars(builtins)
                                              and node.id not in ALLOWED_BUILTINS):
                 problems.append(f"line {node.lineno}: {node.id} is not available in a kernel")
+            elif node.id in ("getattr", "hasattr") and node.id not in known | bound and not (
+                    isinstance(parents.get(node), ast.Call) and parents[node].func is node):
+                problems.append(f"line {node.lineno}: {node.id} only called, with a literal name "
+                                "(as a value it would be called with a computed one)")
             elif node.id in spec.modules and node.id not in bound and not _chain_base(node, parents):
                 problems.append(f"line {node.lineno}: the module {node.id} used as a value; a kernel may name "
                                 f"what is in it ({node.id}.name), not pass or keep the module")

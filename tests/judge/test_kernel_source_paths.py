@@ -75,6 +75,13 @@ def test_paths_that_leave_triton_language_are_refused(line):
     assert _problems(line)
 
 
+@pytest.mark.parametrize("line", ["g = getattr\n    c = g(x_ptr, '_' + '_class__')",
+                                  "c = tl.reduce(x_ptr, 0, getattr)", "c = [hasattr][0](x_ptr, 'dtype')"])
+def test_getattr_is_only_called_never_passed(line):
+    """Called by name its attribute must be a literal; passed on, it would get a computed one."""
+    assert any("only called" in p for p in _problems(line))
+
+
 def test_a_module_is_named_only_as_the_base_of_an_attribute():
     assert any("module triton.language.math used as a value" in p for p in _problems("m = tl.math"))
     assert any("module tl used as a value" in p for p in _problems("f = tl.reduce(x_ptr, 0, tl)"))
