@@ -371,10 +371,10 @@ def _recipes() -> dict[str, str]:
 
 
 def _tiny_tokenizer(path: Path) -> None:
-    """A small byte-level BPE tokenizer with a chat template, trained on the task prompts, standing in for
-    the documented model (no model hub here)."""
+    """A small byte-level BPE tokenizer with a chat template, trained on the task prompts, and a model config,
+    standing in for the documented model (no model hub here)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast, Qwen3Config
 
     from kernelgym.env.adapters.backend import task_prompt
     from kernelgym.tasks.loaders import builtin_task_ids
@@ -388,8 +388,13 @@ def _tiny_tokenizer(path: Path) -> None:
                                                 initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-    PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                            chat_template=template).save_pretrained(str(path))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                        chat_template=template)
+    tokenizer.save_pretrained(str(path))
+    # verl 0.9 reads the model's config.json too (HFModelConfig); a one-layer Qwen3 config, no weights
+    Qwen3Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                architectures=["Qwen3ForCausalLM"]).save_pretrained(str(path))
 
 
 def test_verl_documented_recipe_runs_up_to_the_gpu(tmp_path):
