@@ -20,6 +20,7 @@ from kernelgym.tasks import data_dir
 from tests.tasks import kernelbench_style as kb
 
 CEILING_S = 120  # the commands below, left alone, run far longer (a chunk of 64 answers; a 600 s hang)
+pytestmark = pytest.mark.timeout(1200)  # the ceilings below, not the suite's 600 s, bound these tests
 
 
 def _start(*args: str) -> subprocess.Popen:
