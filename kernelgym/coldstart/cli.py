@@ -9,7 +9,12 @@ from pathlib import Path
 
 def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
     c = dsub.add_parser("coldstart", help="verified cold-start corpus: answers written by construction for "
-                                          "generated tasks, kept when the judge says ok, plus repair examples")
+                                          "generated tasks, kept when the judge says ok, plus repair examples",
+                        description="Build (or resume) a verified cold-start corpus in --out. On a CPU every answer "
+                                    "is judged in Triton's interpreter at the small size: ~1 h per 1,000 verified "
+                                    "answers on two cores. Ctrl-C stops it cleanly: the answers in flight are "
+                                    "dropped, every verdict stays in OUT/judged.jsonl, the corpus is written from "
+                                    "them (exit code 130), and the same command resumes.")
     c.add_argument("--n", type=int, default=1000, help="verified single-turn answers wanted (default 1000)")
     c.add_argument("--out", type=Path, required=True, help="output directory (a second run resumes it)")
     c.add_argument("--merge", type=Path, nargs="+", default=None, metavar="DIR",
