@@ -29,12 +29,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from kernelgym.judge.kernel_source import CaptureError, KernelSpec, capture
 from kernelgym.judge.trace import LAUNCH_OPTIONS, Trace
 
-try:  # Triton's host-side TMA descriptor (triton.tools.tensor_descriptor), where this Triton has one
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - older Triton
-    class TensorDescriptor:  # type: ignore[no-redef]
-        """Stands in where Triton has no host tensor descriptors: nothing is an instance."""
-
 _STATE: dict[str, Any] = {"recorder": None, "in_launch": 0}
 
 # Operators that allocate, fill or move memory: replayed as they are. Anything else is compute.
@@ -198,8 +192,9 @@ class Recorder(TorchDispatchMode):
                 finally:
                     _STATE["in_launch"] -= 1
                 if key in self._host:
+                    within = self.host_constant_bytes <= HOST_CONSTANT_BYTES
                     self.host_constant_bytes += st.nbytes()
-                    if self.host_constant_bytes > HOST_CONSTANT_BYTES:
+                    if within and self.host_constant_bytes > HOST_CONSTANT_BYTES:
                         self.unreplayable.append(
                             f"forward built {self.host_constant_bytes} bytes of tensors from host data "
                             f"(torch.tensor / as_tensor); at most {HOST_CONSTANT_BYTES} bytes per call are "
@@ -215,6 +210,7 @@ class Recorder(TorchDispatchMode):
     def value(self, v: Any, where: str) -> Any:
         """An argument as trace data (tensors as views)."""
         import triton.language as tl
+        from triton.tools.tensor_descriptor import TensorDescriptor
 
         if isinstance(v, torch.Tensor):
             return {"t": self.ref(v)}

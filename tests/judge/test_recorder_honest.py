@@ -267,3 +267,28 @@ def test_tensor_descriptors_triton_would_not_build_are_refused(bad):
     good = {"desc": [{"t": ref | {"size": [32, 16], "stride": [16, 1]}}, [16, 16], "zero", False]}
     wire["entries"][0]["args"] = [good]
     Trace.from_wire(wire)
+
+
+def test_a_result_kept_off_the_module_from_an_earlier_call_is_stale_state(tmp_path):
+    module = _load(tmp_path, """
+        class Memo:  # an earlier call's result, keyed on the shape, kept on a helper object
+            pass
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.memo = Memo()
+                self.memo.s = torch.ones(4)
+
+            def forward(self, x):
+                out = torch.empty_like(x)
+                if not hasattr(self.memo, "result"):
+                    self.memo.result = torch.empty_like(x)
+                    launch(x, self.memo.s, self.memo.result)
+                out.copy_(self.memo.result)
+                return out
+    """, "kg_rh_memo")
+    trace, replay = _record(module, torch.randn(64))
+    assert "state" in _kinds(trace) and not any("launch" in e for e in trace.entries)
+    y = torch.randn(64)
+    assert not torch.allclose(replay(y), y)  # the bytes the warm call left, not this call's result
