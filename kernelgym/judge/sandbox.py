@@ -277,18 +277,23 @@ class CandidateProcess:
         if self._to_child < 0:
             return
         interrupt.untrack(self._tracked)
-        exited = False
+        # Idle: its last request was answered, so it runs nothing of ours (no compiler, no worker).
+        idle = self._idle_since is not None and self.proc.poll() is None
         if self.exit_gracefully and self.proc.poll() is None:
             try:
                 protocol.send(self._to_child, {"op": "exit"})
                 self.proc.wait(timeout=2)
-                exited = True
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        if exited:
-            # The child is gone by its own exit: whatever still runs in its process group was started
-            # by the answer and outlived it (confinement forbids leaving the group where seccomp works).
-            self.leftovers += len(group_members(self.proc.pid))
+        if idle:
+            # Whatever runs in its process group once the child itself is gone was started by the answer
+            # and would outlive it (confinement forbids leaving the group where seccomp works).
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+            except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+                pass
+            self.leftovers += len([p for p in group_members(self.proc.pid) if p != self.proc.pid])
         self.kill()  # the group too: anything the answer left behind dies with it
         try:
             self.proc.wait(timeout=5)

@@ -17,9 +17,16 @@ EXPLOITS = sorted(ROOT.glob("tests/redteam/exploits/*.py"))
 PRELUDE = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
 
 
+# Real-world code whose import the capability scan refuses (listed with its reason in test_external's KNOWN_REFUSED).
+CAPABILITY_REFUSED = {"fg_cumsum.py": "imports torch._prims_common, a private torch module"}
+
+
 @pytest.mark.parametrize("path", HONEST, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_honest_code_has_no_violations(path: Path) -> None:
     report = scan(path.read_text())
+    if path.name in CAPABILITY_REFUSED:
+        assert report.violations, f"{path.name} is no longer refused: drop it from CAPABILITY_REFUSED"
+        pytest.xfail(CAPABILITY_REFUSED[path.name])
     assert report.violations == []
     assert report.kernels
 
@@ -173,8 +180,12 @@ def test_unparsable_code_raises_and_foreign_coding_is_refused() -> None:
 # Exploit classes that reach the process or the OS (frames, gc, sys.modules, os, ctypes, signals, files,
 # threads, monkeypatching of shared modules, the result channel, sandbox escape): every file is refused.
 ESCAPE_CLASSES = {"RH-09", "RH-18", "RH-20", "RH-23", "RH-27"}
-# RH-25 files that only print or raise SystemExit reach nothing: the replay judges them at run time.
-HARMLESS = {"rh25_relu_system_exit.py"}
+# RH-25 files that only print or raise SystemExit reach nothing: the replay judges them at run time. The
+# v4b files reach the process through a kernel's attribute chain (refused by the replay's kernel-source
+# check, tests/judge/test_kernel_source_paths.py) or send a huge string argument (refused by the message
+# cap): no capability of the module itself is involved.
+HARMLESS = {"rh25_relu_system_exit.py", "rh25_relu_v4b_malformed_record_reply.py",
+            "rh27_relu_v4b_clean_env_survivor.py", "rh27_relu_v4b_parent_memory_string_arg.py"}
 ESCAPE_FILES = {"rh02_swiglu_gc_recorder_ghost_flag.py", "rh05_star_gc_task_source_rebuild.py",
                 "rh05_star_stack_getargvalues_exec.py", "rh05_swiglu_reference_from_builtin_loader.py",
                 "rh05_matmul_import_task_module.py", "rh06_matmul_ctypes_sgemm.py", "rh06_matmul_eval.py",
