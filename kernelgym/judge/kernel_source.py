@@ -347,37 +347,44 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
         problems.append(f"{name} names a module or function of the kernel's globals and is assigned inside it")
     parents = {child: node for node in ast.walk(fdef) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(fdef):
-        if node is fdef:
-            continue
-        if isinstance(node, _DISALLOWED_NODES):
-            problems.append(f"line {node.lineno}: {type(node).__name__.lower()} inside a kernel")
-        elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
-            if isinstance(node, ast.Attribute) or _root(node) not in bound:
-                problems.append(f"line {node.lineno}: assignment to an attribute or to an item of a global")
-            if isinstance(node, ast.Attribute):
-                problems += _attribute_problems(node.value, node.attr, node.lineno, spec, bound, as_value=True)
-        elif isinstance(node, ast.Attribute):
-            problems += _attribute_problems(node.value, node.attr, node.lineno, spec, bound,
-                                            as_value=not _chain_base(node, parents))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
-            if not _literal_attribute_call(node):
-                problems.append(f"line {node.lineno}: {node.func.id} needs a literal public attribute name")
-            else:  # judged exactly like the attribute it names
-                as_value = node.func.id == "getattr" and not _chain_base(node, parents)
-                problems += _attribute_problems(node.args[0], node.args[1].value, node.lineno, spec, bound, as_value)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            if node.id.startswith("__") or (node.id not in known and node.id in vars(builtins)
-                                             and node.id not in ALLOWED_BUILTINS):
-                problems.append(f"line {node.lineno}: {node.id} is not available in a kernel")
-            elif node.id in ("getattr", "hasattr") and node.id not in known | bound and not (
-                    isinstance(parents.get(node), ast.Call) and parents[node].func is node):
-                problems.append(f"line {node.lineno}: {node.id} only called, with a literal name "
-                                "(as a value it would be called with a computed one)")
-            elif node.id in spec.modules and node.id not in bound and not _chain_base(node, parents):
-                problems.append(f"line {node.lineno}: the module {node.id} used as a value; a kernel may name "
-                                f"what is in it ({node.id}.name), not pass or keep the module")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("__"):
-            problems.append(f"line {node.lineno}: dunder string")
+        if node is not fdef:
+            problems += _node_problems(node, parents, spec, known, bound)
+    return problems
+
+
+def _node_problems(node: ast.AST, parents: dict[ast.AST, ast.AST], spec: KernelSpec, known: set[str],
+                   bound: set[str]) -> list[str]:
+    """What one node of a kernel body does that is not Triton language."""
+    problems: list[str] = []
+    if isinstance(node, _DISALLOWED_NODES):
+        problems.append(f"line {node.lineno}: {type(node).__name__.lower()} inside a kernel")
+    elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+        if isinstance(node, ast.Attribute) or _root(node) not in bound:
+            problems.append(f"line {node.lineno}: assignment to an attribute or to an item of a global")
+        if isinstance(node, ast.Attribute):
+            problems += _attribute_problems(node.value, node.attr, node.lineno, spec, bound, as_value=True)
+    elif isinstance(node, ast.Attribute):
+        problems += _attribute_problems(node.value, node.attr, node.lineno, spec, bound,
+                                        as_value=not _chain_base(node, parents))
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+        if not _literal_attribute_call(node):
+            problems.append(f"line {node.lineno}: {node.func.id} needs a literal public attribute name")
+        else:  # judged exactly like the attribute it names
+            as_value = node.func.id == "getattr" and not _chain_base(node, parents)
+            problems += _attribute_problems(node.args[0], node.args[1].value, node.lineno, spec, bound, as_value)
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        if node.id.startswith("__") or (node.id not in known and node.id in vars(builtins)
+                                         and node.id not in ALLOWED_BUILTINS):
+            problems.append(f"line {node.lineno}: {node.id} is not available in a kernel")
+        elif node.id in ("getattr", "hasattr") and node.id not in known | bound and not (
+                isinstance(parents.get(node), ast.Call) and parents[node].func is node):
+            problems.append(f"line {node.lineno}: {node.id} only called, with a literal name "
+                            "(as a value it would be called with a computed one)")
+        elif node.id in spec.modules and node.id not in bound and not _chain_base(node, parents):
+            problems.append(f"line {node.lineno}: the module {node.id} used as a value; a kernel may name "
+                            f"what is in it ({node.id}.name), not pass or keep the module")
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("__"):
+        problems.append(f"line {node.lineno}: dunder string")
     return problems
 
 
@@ -473,7 +480,8 @@ def _value_attributes() -> set[str]:
     from triton.language import core
 
     names = set(_VALUE_ATTRIBUTES)
-    for cls in (core.tensor, core.dtype, core.pointer_type, core.block_type, core.constexpr, core.tuple):
+    for cls in (core.tensor, core.dtype, core.pointer_type, core.block_type, core.constexpr, core.tuple,
+                core.tensor_descriptor_base, core.tensor_descriptor):  # `desc.load(...)`
         names |= {n for n in dir(cls) if not n.startswith("_")}
     return names - _NOT_VALUE_ATTRIBUTES
 

@@ -102,6 +102,7 @@ ACCEPTED = {
     "hasattr of a module": 'h = hasattr(tl, "math")',
     "value chain": "y = tl.load(x_ptr).to(x_ptr.dtype.element_ty)",
     "constexpr value": "b = BLOCK.value",
+    "tensor descriptor method": "t = x_ptr.load([0, 0])",
     "a name Triton lacks (its error, at run time)": "y = tl.cidv(n, 2)",
 }
 
