@@ -215,28 +215,18 @@ def scratch_problem(trace: Any) -> str | None:
 
 def _output_verdicts(trace: Any, result: EvalResult, allow_torch: bool) -> None:
     """What the record proves about the outputs: one that is a view of an input or of the model's
-    state was made by no call at all (RH-10); one whose buffer a torch operator wrote last, after
-    every kernel that was handed it, was made by torch, e.g. `x.t().contiguous()` beside a token
-    kernel (outside the contract)."""
-    last_writer: dict[int, str] = {}
-    for e in trace.entries:
-        if "launch" in e:
-            for buf in _buffers(e["args"]):
-                last_writer[buf] = "kernel"
-        else:
-            for buf in _buffers(e["outs"]) | (_buffers(e["args"]) if e["aten"].split(".")[1].endswith("_") else set()):
-                last_writer[buf] = e["aten"]
-    torch_written = []
+    state was made by no call at all (RH-10); one whose bytes torch made (a fill, an allocation no kernel
+    wrote, a copy of an input or of the state, `Trace.torch_made_outputs`) was not made by the answer's
+    kernels (outside the contract). A torch layout copy of what the kernels wrote is the kernels'."""
     for ref in _buffers_refs(trace.outputs):
         kind = trace.buffers[ref["buf"]]["kind"]
         if kind in ("input", "state"):
             result.cheats.append(CheatVerdict("RH-10", f"an output is a view of {'an input' if kind == 'input' else 'the model state'}, "
                                               "not memory the call wrote", "runtime"))
-        elif not allow_torch and last_writer.get(ref["buf"], "kernel") != "kernel":
-            torch_written.append(last_writer[ref["buf"]])
     if result.cheats:
         _set(result, Status.CHEAT, f"rejected by threat rule RH-10: {result.cheats[0].reason}")
         raise _Stop
+    torch_written = [] if allow_torch else trace.torch_made_outputs()
     if torch_written:
         # A fact, not proof of a cheat (a final layout copy can be honest): outside the contract.
         _set(result, Status.INVALID_ANSWER, f"outside the answer contract: an output was last written by torch "
@@ -254,10 +244,6 @@ def _buffers_refs(value: Any) -> list[dict[str, Any]]:
         if key == "tuple":
             return _buffers_refs(val)
     return []
-
-
-def _buffers(value: Any) -> set[int]:
-    return {r["buf"] for r in _buffers_refs(value)}
 
 
 def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPlan, first: Trial | None,

@@ -1,5 +1,5 @@
 # task: attention
-# style: Hopper-style flash attention on host-side tensor descriptors (triton.tools.tensor_descriptor.TensorDescriptor, as in Triton's fused-attention tutorial; `desc.load` / `desc.store` in the kernel), with a pointer-based fallback when a row is not 16-byte aligned. The capability scan allows triton.tools.tensor_descriptor, and Triton's interpreter runs it, but the replay refuses it twice: the recorder cannot express a TensorDescriptor launch argument ("a TensorDescriptor cannot be replayed") and kernel_source refuses `.load` on a descriptor ("not an attribute of a Triton value": _value_attributes omits tensor_descriptor's methods)
+# style: Hopper-style flash attention on host-side tensor descriptors (triton.tools.tensor_descriptor.TensorDescriptor, as in Triton's fused-attention tutorial; `desc.load` / `desc.store` in the kernel), with a pointer-based fallback when a row is not 16-byte aligned. The capability scan allows triton.tools.tensor_descriptor and the replay records each descriptor as a view of its base buffer (shape, strides, block shape, padding) and rebuilds it on its own buffers (refused before 2026-11-27).
 import math
 
 import torch
