@@ -373,7 +373,8 @@ def _node_problems(node: ast.AST, parents: dict[ast.AST, ast.AST], spec: KernelS
             as_value = node.func.id == "getattr" and not _chain_base(node, parents)
             problems += _attribute_problems(node.args[0], node.args[1].value, node.lineno, spec, bound, as_value)
     elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-        if node.id.startswith("__") or (node.id not in known and node.id in vars(builtins)
+        # A name the kernel assigns is its local everywhere in it (Python's scoping): never the builtin.
+        if node.id.startswith("__") or (node.id not in known | bound and node.id in vars(builtins)
                                          and node.id not in ALLOWED_BUILTINS):
             problems.append(f"line {node.lineno}: {node.id} is not available in a kernel")
         elif node.id in ("getattr", "hasattr") and node.id not in known | bound and not (

@@ -275,3 +275,9 @@ def test_the_interpreter_would_run_the_string_that_the_check_refuses():
     x, out = torch.arange(8, dtype=torch.float32), torch.zeros(8)
     kernel[(1,)](x, out, 8, BLOCK=8)
     assert torch.equal(out, 2 * x)  # the string's body ran, not the copy Python parsed
+
+
+def test_a_local_named_like_a_builtin_is_the_local():
+    # FlagGems' sum kernel keeps its running total in `sum`: a local everywhere in the kernel (Python scoping).
+    assert _problems("sum = tl.zeros([BLOCK], dtype=tl.float32)\n    sum += sum") == []
+    assert any("sum is not available" in p for p in _problems("s = sum([1, 2])"))

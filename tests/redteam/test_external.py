@@ -35,7 +35,6 @@ KNOWN_REFUSED = {
     "fg_residual_rms_norm_inplace": "the library op works in place and returns the input buffer it overwrote (RH-10)",
     "lg_group_norm": "computes the variance as E[x^2] - E[x]^2 in fp32, which loses the answer on the large-common-"
                      "offset draw (wrong_output, CPU and H100 alike): a precision finding, not a false flag",
-    "fg_sum_reduction_dim": "a kernel local named `sum` is read as the builtin by the replay's kernel-source check",
 }
 
 

@@ -2,7 +2,6 @@
 # source: linkedin/Liger-Kernel src/liger_kernel/ops/layer_norm.py (@ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c); triton-lang/triton python/tutorials (see the marked section)
 # licence: BSD-2-Clause, Copyright 2024 LinkedIn Corporation (where the source file says so, parts derived from Unsloth, Apache-2.0); triton-lang/triton tutorials: MIT, Copyright 2018-2020 Philippe Tillet; Copyright 2020-2022 OpenAI
 # style: Triton tutorial 01 vector-add kernel for x + residual, then LigerLayerNormFunction (calculate_settings, @ensure_contiguous, autograd.Function with backward)
-# cpu: no (the kernel calls .to(tl.float32) on a scalar float argument (eps / gate_multiplier); on a GPU that is a scalar tensor, the Triton 3.x CPU interpreter passes a Python float: AttributeError)
 import math
 import operator
 
