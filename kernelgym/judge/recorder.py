@@ -287,7 +287,9 @@ class Recorder(TorchDispatchMode):
             self._host_constant(args[0])
             if packet == "lift_fresh":  # the same tensor back (an alias): nothing to replay
                 return func(*args, **kwargs)
-        if func.is_view or packet in ("detach", "alias"):
+        # `_unsafe_view`: `reshape`/`flatten` of a tensor that cannot be viewed is clone + _unsafe_view, an
+        # alias of the clone's storage that aten does not mark as a view.
+        if func.is_view or packet in ("detach", "alias", "_unsafe_view"):
             return func(*args, **kwargs)
         if packet in HOST_READS:
             self.host_reads.append(str(func))
