@@ -268,6 +268,12 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
                                               f"{reply['mutated_inputs']}", "runtime"))
             _set(result, Status.CHEAT, f"rejected by threat rule RH-10: {result.cheats[-1].reason}")
             raise _Stop
+        if reply.get("kernels_idle"):
+            # Proven by the ghost run: with every launch skipped, torch's entries alone gave these outputs.
+            result.cheats.append(CheatVerdict("RH-02", "the outputs are the same with every kernel launch skipped: "
+                                              "torch's copies and fills made them, not the answer's kernels", "runtime"))
+            _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
+            raise _Stop
         outputs = reply.get("outputs", [])
         actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
         cmp = compare_outputs(t.expected, actual, config, scaled=base_distribution(t.distribution) == "wide",

@@ -126,7 +126,15 @@ class ReplayOps:
             return self._error(e, phase="replay")
         mutated = [i for i, (a, b) in enumerate(zip(inputs, pristine))
                    if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
-        return {"inputs_digest": inputs_digest, "mutated_inputs": mutated} | self.helpers["ship_outputs"](out)
+        shipped = self.helpers["ship_outputs"](out)
+        try:  # the ghost run: the same call with every kernel launch skipped
+            replayer.prepare(pristine)
+            with torch.no_grad():
+                ghost = replayer.run(skip_launches=True)
+            idle = _same_outputs(out, ghost)
+        except BaseException as e:  # noqa: BLE001 - torch's entries alone may fail: then the kernels mattered
+            idle = False
+        return {"inputs_digest": inputs_digest, "mutated_inputs": mutated, "kernels_idle": idle} | shipped
 
     def op_replay_timing_inputs(self, msg: dict) -> dict:
         import torch
@@ -183,6 +191,26 @@ class ReplayOps:
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="profile")
         return {"rows": rows}
+
+
+def _same_outputs(out: Any, ghost: Any) -> bool:
+    """Every output tensor equal, bit for bit, with and without the kernels (and at least one element):
+    the answer's kernels made none of the outputs."""
+    import torch
+
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    ghosts = ghost if isinstance(ghost, (list, tuple)) else [ghost]
+    pairs = [(a, b) for a, b in zip(outs, ghosts) if isinstance(a, torch.Tensor)]
+    return (len(outs) == len(ghosts) and bool(pairs) and any(a.numel() for a, _ in pairs)
+            and all(isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
+                    and torch.equal(_bits(a), _bits(b)) for a, b in pairs))
+
+
+def _bits(t: Any) -> Any:
+    """A tensor's bytes in element order (NaN payloads compare equal to themselves)."""
+    import torch
+
+    return t.contiguous().reshape(-1).view(torch.uint8)
 
 
 def _confine_replay(device: str, warm_up: Any) -> dict:
