@@ -13,6 +13,7 @@ from kernelgym.judge.sandbox import register_source, unregister_source
 from kernelgym.tasks import load_builtin
 from kernelgym.worker.warm_pool import WarmPool
 from tests.answers import relu_answer
+from tests.judge.test_leftovers import SURVIVOR
 
 EXPLOITS = Path(__file__).parents[1] / "redteam" / "exploits"
 BASE = {"engine": "inprocess", "device": "cpu", "timeout_s": 60, "num_trials": 1, "seed": 1234}
@@ -26,8 +27,11 @@ ANSWERS = {
     "cheat_settings": (relu_answer(extra="torch.set_num_threads(torch.get_num_threads() + 1)"),
                        {"static_checks": False}),
     "cheat_daemon": ((EXPLOITS / "rh27_relu_daemon_escape.py").read_text(), {"static_checks": False}),
-    "cheat_fork_daemon": ((EXPLOITS / "rh27_relu_fork_escape.py").read_text(), {"static_checks": False}),
+    "cheat_group_survivor": (SURVIVOR, {"static_checks": False}),
 }
+# An escape by setsid: where seccomp confines the candidate, setsid fails and nothing escapes (ok). (The
+# fork-then-setsid escape is not here: its forked copy fails in a race with its parent, so its verdict varies.)
+SETSID_ESCAPES = {"cheat_daemon"}
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +87,10 @@ def test_warm_and_fresh_give_the_same_verdict(relu, pool, monkeypatch, name):
     assert len(taken) == 1 and taken[0] is not None, "the warm run did not use a warm process"
     assert verdict(warm) == verdict(fresh), (warm.message, fresh.message)
     expected = {"ok": Status.OK, "crash": Status.CRASHED, "timeout": Status.TIMEOUT, "oom": Status.OOM,
-                "cheat_settings": Status.CHEAT, "cheat_daemon": Status.CHEAT, "cheat_fork_daemon": Status.CHEAT}[name]
+                "cheat_settings": Status.CHEAT, "cheat_daemon": Status.CHEAT,
+                "cheat_group_survivor": Status.CHEAT}[name]
+    if name in SETSID_ESCAPES and "seccomp" in warm.confinement:
+        expected = Status.OK
     assert warm.status is expected, warm.message
 
 
