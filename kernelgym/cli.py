@@ -145,7 +145,11 @@ def _build_parser() -> argparse.ArgumentParser:
     rt.add_argument("--gpu-exploits-only", action="store_true",
                     help="only the exploits marked device: cuda (the rest are covered by a CPU run)")
     rt.add_argument("--jobs", type=int, default=None, help="evaluations in parallel (default: CPU count, max 8)")
-    rt.add_argument("--json-out", type=Path, default=None, help="also write every EvalResult as JSON lines here")
+    rt.add_argument("--json-out", type=Path, default=None,
+                    help="also write every EvalResult as JSON lines here, each with its file's name under 'redteam'")
+    rt.add_argument("--shard", default=None, metavar="K/N",
+                    help="judge only every N-th answer from the K-th (0-based), e.g. 0/4 .. 3/4 in four processes, "
+                         "one per GPU; the report covers that share")
     rt.add_argument("--external", action="store_true",
                     help="also judge the real-world honest corpus (tests/redteam/external/: Triton tutorials, "
                          "Liger-Kernel, FlagGems); each must be ok")
@@ -369,11 +373,21 @@ def _jsonl_sink(path: Path | None):  # noqa: ANN202
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("")
 
-    def sink(r: EvalResult) -> None:
+    def sink(r: EvalResult, **extra: str) -> None:
+        line = r.to_json() if not extra else json.dumps({**json.loads(r.to_json()), **extra})
         with path.open("a") as fh:
-            fh.write(r.to_json() + "\n")
+            fh.write(line + "\n")
 
     return sink
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    k, sep, n = text.partition("/")
+    if not (sep and k.strip().isdigit() and n.strip().isdigit() and int(k) < int(n)):
+        raise UsageError(f"--shard takes K/N with 0 <= K < N (e.g. 0/4), not {text!r}")
+    return int(k), int(n)
 
 
 def _cmd_redteam(args: argparse.Namespace) -> int:
@@ -389,8 +403,10 @@ def _cmd_redteam(args: argparse.Namespace) -> int:
         from kernelgym.redteam.corpus import load_corpus
 
         exploits = [e for e in load_corpus() if e.device == "cuda"]
-    report = run_redteam(config, jobs=args.jobs, only=args.only, legit=not args.no_legit,
-                         exploits=exploits, on_result=_jsonl_sink(args.json_out), external=args.external)
+    sink = _jsonl_sink(args.json_out)
+    report = run_redteam(config, jobs=args.jobs, only=args.only, legit=not args.no_legit, exploits=exploits,
+                         on_result=None if sink is None else (lambda name, r: sink(r, redteam=name)),
+                         external=args.external, shard=_shard(args.shard))
     if not report.outcomes and not report.legit:
         raise UsageError(f"no exploit matches {args.only!r}")
     console.print(report_table(report))

@@ -4,9 +4,10 @@
 #   sanity   three built-in answers judged with --engine replay (full JSON results)
 #   bench    `kernelgym bench service` on the default 40-answer mix, --engine inprocess ("before")
 #            then --engine replay ("after"), same machine, same flags as docs/BENCHMARKS.md
-#   redteam  every exploit, honest, built-in and external answer with --engine replay (JSONL)
+#   redteam  every exploit, honest, built-in and external answer with --engine replay (JSONL), one shard per GPU
+#            of REDTEAM_GPUS (default: all), JOBS evaluations in flight on each, cut at REDTEAM_LIMIT_S
 #   corpora  every built-in, honest and external answer (launch/judge_v4_corpora.py), ENGINE=replay
-#   tests    the GPU-marked tests
+#   tests    the GPU-marked tests (cut at TESTS_LIMIT_S)
 # Each stage is cut at STAGE_LIMIT_S (default 220 s).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,9 +40,28 @@ if want bench; then
   done
 fi
 if want redteam; then
-  timeout "${REDTEAM_LIMIT_S:-420}" python -m kernelgym.cli redteam --device cuda --engine replay --external \
-    --jobs "${JOBS:-8}" --no-compile-baseline --json-out "$out/redteam_replay.jsonl" > "$out/redteam.log" 2>&1 || rc=1
-  tail -n 40 "$out/redteam.log"
+  # One shard per GPU (REDTEAM_GPUS, default every GPU): `--shard k/n` judges every n-th answer from the k-th.
+  IFS=, read -ra gpus <<< "${REDTEAM_GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}"
+  pids=()
+  for k in "${!gpus[@]}"; do
+    CUDA_VISIBLE_DEVICES="${gpus[$k]}" timeout "${REDTEAM_LIMIT_S:-420}" python -m kernelgym.cli redteam --device cuda \
+      --engine replay --external --jobs "${JOBS:-8}" --no-compile-baseline --shard "$k/${#gpus[@]}" \
+      --json-out "$out/redteam_$k.jsonl" > "$out/redteam_$k.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  grep -h "^MISSED\|^FALSE FLAG\|^KNOWN GAP\|^GAP CLOSED\|^skipped" "$out"/redteam_*.log | sort
+  python - "$out"/redteam_*.jsonl <<'PY'
+import collections, json, sys
+counts = collections.Counter()
+for path in sys.argv[1:]:
+    for line in open(path):
+        row = json.loads(line)
+        counts[(row["redteam"].split(":")[0], row["status"])] += 1
+for (kind, status), n in sorted(counts.items()):
+    print(f"{kind:9s} {status:16s} {n}")
+print("judged:", sum(counts.values()))
+PY
 fi
 if want corpora; then
   timeout "${CORPORA_LIMIT_S:-480}" python launch/judge_v4_corpora.py "$out/corpora_${ENGINE:-replay}.jsonl" \
@@ -49,7 +69,7 @@ if want corpora; then
   grep -v "^ok " "$out/corpora.log" | tail -n 60; echo "ok: $(grep -c '^ok ' "$out/corpora.log") of $(wc -l < "$out/corpora.log")"
 fi
 if want tests; then
-  timeout "$limit" python -m pytest -m gpu -q -p no:randomly tests/judge tests/gpu > "$out/tests.log" 2>&1 || rc=1
+  timeout "${TESTS_LIMIT_S:-$limit}" python -m pytest -m gpu -q -p no:randomly -rfE tests/judge tests/gpu > "$out/tests.log" 2>&1 || rc=1
   tail -n 30 "$out/tests.log"
 fi
 exit $rc

@@ -106,6 +106,18 @@ def test_redteam_on_one_threat_prints_the_table():
     assert "RH-01" in res.stdout and "caught without static rules" in res.stdout
     res = run_cli("redteam", "--no-legit", "--no-exploits")
     assert res.returncode == 2 and "nothing to run" in res.stderr
+    res = run_cli("redteam", "--shard", "4/4")
+    assert res.returncode == 2 and "--shard takes K/N" in res.stderr
+
+
+def test_redteam_json_lines_name_their_file(tmp_path):
+    out = tmp_path / "rt.jsonl"
+    res = run_cli("redteam", "--device", "cpu", "--no-legit", "--only", "rh01_add_mul_plain_operators", "--jobs", "1",
+                  "--json-out", str(out), "--shard", "0/1")
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["redteam"] for r in rows] == ["exploit:rh01_add_mul_plain_operators"]
+    assert rows[0]["status"] in ("invalid_answer", "cheat")
 
 
 def _subcommands(parser, path=("kernelgym",)):

@@ -26,8 +26,10 @@ def default_jobs() -> int:
 
 
 def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, jobs: int | None = None,
-               progress: bool = True, on_result: Callable[[EvalResult], None] | None = None) -> list[EvalResult]:
-    """Results in the order of `pairs`. A broken task gives a result with fault `task_error`,
+               progress: bool = True, on_result: Callable[[EvalResult], None] | None = None,
+               on_indexed_result: Callable[[int, EvalResult], None] | None = None) -> list[EvalResult]:
+    """Results in the order of `pairs`; each also goes to `on_result` (and, with its index in `pairs`, to
+    `on_indexed_result`) as it finishes. A broken task gives a result with fault `task_error`,
     so one bad task never loses the other results. Ctrl-C raises `Interrupted` at once, holding the
     results that finished before it (the evaluations in flight are killed)."""
     device = config.resolved_device()
@@ -46,6 +48,8 @@ def judge_many(pairs: Sequence[tuple[Task, str | bytes]], config: JudgeConfig, j
                 results[futures[fut]] = fut.result()
                 if on_result is not None:
                     on_result(results[futures[fut]])  # e.g. append to a JSONL file: nothing lost if interrupted
+                if on_indexed_result is not None:
+                    on_indexed_result(futures[fut], results[futures[fut]])
                 bar.advance(task_bar)
     except KeyboardInterrupt:
         # Ctrl-C: the evaluations in flight are killed, not waited for; what finished before is kept.

@@ -96,9 +96,9 @@ def _matches(expected: tuple[Expectation, ...], result: EvalResult) -> bool:
 
 def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None = None, legit: bool = True,
                 progress: bool = True, exploits: list[Exploit] | None = None,
-                on_result: Callable[[EvalResult], None] | None = None,
+                on_result: Callable[[str, EvalResult], None] | None = None,
                 agnostic_tasks: list[str] | tuple[str, ...] | None = None,
-                honest: bool = True, external: bool = False) -> RedteamReport:
+                honest: bool = True, external: bool = False, shard: tuple[int, int] | None = None) -> RedteamReport:
     """Judge every exploit (and, with `legit`, every built-in answer and, with `honest` too, every
     honest-but-unusual answer) on `config`'s device.
 
@@ -106,22 +106,33 @@ def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None =
     are skipped (and listed) on a CPU run. Task-agnostic exploits (`task: *`) run once per task of
     `agnostic_tasks` (default: every built-in task). With `legit` and `external`, the real-world answers of
     `tests/redteam/external/` join the legitimate corpus (those marked `cpu: no` only off the CPU).
+    `on_result(name, result)` gets each verdict as it arrives, named `exploit:`, `dynamic:` (static rules
+    off), `builtin:`, `honest:` or `external:` + the file's name. `shard=(k, n)` judges every n-th
+    exploit and legitimate answer from the k-th (0-based), so that n processes, one per GPU, share a run.
     """
+    def pick(items: list) -> list:  # noqa: ANN001 - any list
+        return items if shard is None else items[shard[0]::shard[1]]
+
+    def named(names: list[str]) -> Callable[[int, EvalResult], None] | None:
+        return None if on_result is None else (lambda i, r: on_result(names[i], r))
+
     device = config.resolved_device()
     config = replace(config, device=device)
     report = RedteamReport(device=device)
     pool = exploits if exploits is not None else load_corpus()
     pool = expand_agnostic(pool, list(agnostic_tasks) if agnostic_tasks is not None else builtin_task_ids())
     chosen = [e for e in pool if only is None or only == e.threat or only in e.name]
-    runnable = [e for e in chosen if e.runs_on(device)]
+    runnable = pick([e for e in chosen if e.runs_on(device)])
     report.skipped = [e for e in chosen if not e.runs_on(device)]
     tasks = _tasks_for(runnable)
-    results = judge_many([(tasks[e.task], e.text) for e in runnable], config, jobs, progress, on_result)
+    results = judge_many([(tasks[e.task], e.text) for e in runnable], config, jobs, progress,
+                         on_indexed_result=named([f"exploit:{e.name}" for e in runnable]))
     report.outcomes = [ExploitOutcome(e, r) for e, r in zip(runnable, results)]
     deep = [o for o in report.outcomes if o.exploit.expect_dynamic]
     if deep:
         dyn = judge_many([(tasks[o.exploit.task], o.exploit.text) for o in deep],
-                         replace(config, static_checks=False), jobs, progress, on_result)
+                         replace(config, static_checks=False), jobs, progress,
+                         on_indexed_result=named([f"dynamic:{o.exploit.name}" for o in deep]))
         for o, r in zip(deep, dyn):
             o.dynamic_result = r
     if legit:
@@ -134,7 +145,9 @@ def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None =
             answers = [a for a in load_external() if a.runs_on_cpu or device != "cpu"]
             tasks_e = {tid: load_builtin(tid)[0] for tid in sorted({a.task for a in answers})}
             jobs_legit += [(f"external:{a.name}", tasks_e[a.task], a.text) for a in answers]
-        report.legit = judge_many([(t, text) for _, t, text in jobs_legit], config, jobs, progress, on_result)
+        jobs_legit = pick(jobs_legit)
+        report.legit = judge_many([(t, text) for _, t, text in jobs_legit], config, jobs, progress,
+                                  on_indexed_result=named([name for name, _, _ in jobs_legit]))
         report.legit_names = [name for name, _, _ in jobs_legit]
     return report
 

@@ -102,3 +102,14 @@ def test_honest_header_errors_name_the_file(tmp_path):
 def test_expectation_alternatives():
     alts = Expectation.parse_many("wrong_output | cheat RH-21", "x")
     assert [str(a) for a in alts] == ["wrong_output", "cheat RH-21"]
+
+
+def test_a_shard_judges_its_share_and_names_each_result():
+    pool = [e for e in CORPUS if e.name in ("rh01_add_mul_plain_operators", "rh01_argmax_argsort_token",
+                                            "rh01_attention_nansum_softmin")]
+    assert len(pool) == 3
+    seen: list[str] = []
+    report = run_redteam(JudgeConfig(device="cpu", timeout_s=120), jobs=1, legit=False, progress=False,
+                         exploits=pool, shard=(1, 2), on_result=lambda name, r: seen.append(name))
+    assert [o.exploit.name for o in report.outcomes] == ["rh01_argmax_argsort_token"]
+    assert seen == ["exploit:rh01_argmax_argsort_token"]
