@@ -171,7 +171,8 @@ def _build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--n", type=int, default=40, help="answers in the mixed batch (50%% correct, 20%% wrong, "
                                                       "15%% compile errors, 10%% crashes, 5%% timeouts)")
     bs.add_argument("--jobs", type=int, default=8, help="evaluations in flight per worker")
-    bs.add_argument("--warm", type=int, default=None, help="warm candidate processes per worker (default: --jobs)")
+    bs.add_argument("--warm", type=int, default=None, help="warm candidate processes per worker (default: 2 x --jobs: "
+                    "each evaluation uses the answer's process and the replay's)")
     bs.add_argument("--no-baseline", action="store_true", help="skip the one-at-a-time spawn-per-candidate mode")
     bs.add_argument("--no-fork-server", action="store_true",
                     help="start each warm candidate process as a new interpreter instead of forking it")

@@ -3,9 +3,11 @@
 # Usage: bash launch/judge_v4_check.sh [sanity] [bench] [redteam] [corpora] [tests]   (default: sanity bench)
 #   sanity   three built-in answers judged with --engine replay (full JSON results)
 #   bench    `kernelgym bench service` on the default 40-answer mix, --engine inprocess ("before")
-#            then --engine replay ("after"), same machine, same flags as docs/BENCHMARKS.md
+#            then --engine replay ("after"), same machine, same flags as docs/BENCHMARKS.md; with
+#            BEFORE_TREE=DIR, that tree's replay engine is "before"; BENCH_FLAGS adds flags to both
 #   redteam  every exploit, honest, built-in and external answer with --engine replay (JSONL), one shard per GPU
-#            of REDTEAM_GPUS (default: all), JOBS evaluations in flight on each, cut at REDTEAM_LIMIT_S
+#            of REDTEAM_GPUS (default: all), JOBS evaluations in flight on each, cut at REDTEAM_LIMIT_S;
+#            REDTEAM_FLAGS adds flags (e.g. --no-exploits, --only RH-14)
 #   corpora  every built-in, honest and external answer (launch/judge_v4_corpora.py), ENGINE=replay
 #   tests    the GPU-marked tests (cut at TESTS_LIMIT_S)
 # Each stage is cut at STAGE_LIMIT_S (default 220 s).
@@ -32,11 +34,15 @@ PY
   done
 fi
 if want bench; then
-  for engine in inprocess replay; do
-    timeout "$limit" python -m kernelgym.cli bench service --device cuda --no-baseline --repeats 0 \
-      --no-compile-baseline --timeout 30 --engine "$engine" --json-out "$out/bench_$engine.json" \
-      > "$out/bench_$engine.log" 2>&1 || rc=1
-    tail -n 30 "$out/bench_$engine.log"
+  # BEFORE_TREE=DIR: "before" is that tree (e.g. `git archive <commit>` unpacked, untracked so that it
+  # travels with the working tree) judged with --engine replay, "after" this tree; else the two engines here.
+  runs=("inprocess:." "replay:."); [[ -n ${BEFORE_TREE:-} ]] && runs=("before:$BEFORE_TREE" "after:.")
+  for run in "${runs[@]}"; do
+    name=${run%%:*} tree=${run#*:} engine=replay; [[ $name == inprocess ]] && engine=inprocess
+    (cd "$tree" && PYTHONPATH="$PWD" timeout "$limit" python -m kernelgym.cli bench service --device cuda --no-baseline \
+      --repeats 0 --no-compile-baseline --timeout 30 --engine "$engine" ${BENCH_FLAGS:-} \
+      --json-out "$out/bench_$name.json") > "$out/bench_$name.log" 2>&1 || rc=1
+    echo "== bench $name ($tree)"; tail -n 30 "$out/bench_$name.log"
   done
 fi
 if want redteam; then
@@ -45,7 +51,7 @@ if want redteam; then
   pids=()
   for k in "${!gpus[@]}"; do
     CUDA_VISIBLE_DEVICES="${gpus[$k]}" timeout "${REDTEAM_LIMIT_S:-420}" python -m kernelgym.cli redteam --device cuda \
-      --engine replay --external --jobs "${JOBS:-8}" --no-compile-baseline --shard "$k/${#gpus[@]}" \
+      --engine replay --external --jobs "${JOBS:-8}" --no-compile-baseline --shard "$k/${#gpus[@]}" ${REDTEAM_FLAGS:-} \
       --json-out "$out/redteam_$k.jsonl" > "$out/redteam_$k.log" 2>&1 &
     pids+=($!)
   done

@@ -97,10 +97,13 @@ def bind_trusted() -> None:
 _WARMED: set[str] = set()
 
 
-def _warm_up(device: str) -> None:
+def _warm_up(device: str, profiler: bool = False) -> None:
     """A warm-pool process pays its start-up before it is handed out: only trusted work here, and
     nothing that `op_load` snapshots (settings, harness) is taken yet, so it is taken after any
-    wait, right before the answer is imported, exactly as in a fresh process."""
+    wait, right before the answer is imported, exactly as in a fresh process. `profiler`: CUPTI's
+    start-up too (~4 s on an H100), which only the in-process engine's profile needs: judge v4
+    profiles the replay with CUDA events, so warm processes skip it (their start-up was the
+    throughput bound: every evaluation uses two of them)."""
     import gc  # noqa: F401
     import importlib.util  # noqa: F401
     import inspect  # noqa: F401
@@ -110,17 +113,19 @@ def _warm_up(device: str) -> None:
     from kernelgym.judge import errors, inputs, launch_hook  # noqa: F401
     from kernelgym.tasks import task  # noqa: F401
 
-    if device == "cpu" or device in _WARMED:
+    if device == "cpu":
         return
-    _WARMED.add(device)
-    if ":" in device:
-        torch.cuda.set_device(device)  # so kernels launched on the "current" device land on this one
-    torch.cuda.init()
-    torch.zeros(1, device=device)  # the CUDA context
-    _warm_profiler()  # CUPTI's start-up: ~4 s on an H100, the slowest part of a warm start
-    from kernelgym.judge.triton_warmup import warm_triton
+    if device not in _WARMED:
+        _WARMED.add(device)
+        if ":" in device:
+            torch.cuda.set_device(device)  # so kernels launched on the "current" device land on this one
+        torch.cuda.init()
+        torch.zeros(1, device=device)  # the CUDA context
+        from kernelgym.judge.triton_warmup import warm_triton
 
-    warm_triton(device)
+        warm_triton(device)
+    if profiler:
+        _warm_profiler()
 
 
 from kernelgym.judge.replay_session import RecordOps, ReplayOps, with_role  # noqa: E402
@@ -188,7 +193,7 @@ class _Session(RecordOps, ReplayOps):
         if self.device != "cpu":
             # CUDA's context, Triton's driver and launcher, and CUPTI do not start once confined
             # (cudaGetDeviceCount fails under the seccomp/landlock layers): start them while trusted.
-            _warm_up(self.device)
+            _warm_up(self.device, profiler=engine != "replay")
         # The OS confinement (own uid, no network, writes only in the scratch dir), where the machine allows it.
         self.code_path, confinement = confine_candidate(self.code_path, self.device)
         confined = {"confinement": confinement.as_reply()}

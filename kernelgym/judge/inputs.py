@@ -18,8 +18,11 @@ _SIGNED_SALT = 0x5EED
 # the hundreds: kernels that drop numerically needed steps (softmax without the max) overflow (RH-13).
 # `offset` adds a common offset of magnitude 512..1024 (where fp16 values are 0.5 apart): differences
 # of inputs (losses, centring) keep their fp32 precision but lose most of it in fp16 or bf16. `huge`
-# reaches values beyond fp16's range (65504), which a computation in fp16 turns into inf (RH-14).
-_SCALES = {"signed": (0.5, 2.0), "wide": (32.0, 128.0), "offset": (0.5, 2.0), "huge": (2.0**17, 2.0**18)}
+# reaches values beyond fp16's range (65504), which a computation in fp16 turns into inf (RH-14). `tiny`
+# (never in a config: `huge`'s stand-in on a GPU for matrix-product tasks, `Reference.draw`) reaches values
+# below fp16's normal range (6.1e-5), where fp16 keeps a few bits or none, while TF32 keeps fp32's range.
+_SCALES = {"signed": (0.5, 2.0), "wide": (32.0, 128.0), "offset": (0.5, 2.0), "huge": (2.0**17, 2.0**18),
+           "tiny": (2.0**-22, 2.0**-21)}
 _OFFSETS = {"offset": (512.0, 1024.0)}
 # A distribution's name with this suffix folds its values to |.| where the task's tensor was
 # non-negative: the judge's second try when the reference cannot take values of both signs.
@@ -72,6 +75,8 @@ def make_inputs(module: types.ModuleType, seed: int, distribution: str, device: 
         if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
             scale = math.exp(float(torch.empty(1).uniform_(math.log(low), math.log(high), generator=gen)))
             shift = float(torch.empty(1).uniform_(-1.0, 1.0, generator=gen))
+            if base == "tiny":
+                shift *= scale  # a mean of order 1 would hide the tiny spread in a constant
             shift += offset
             bulk = torch.Generator(device=t.device).manual_seed((seed ^ _SIGNED_SALT) + i + 1)
             r = torch.randn(t.shape, generator=bulk, dtype=torch.float32, device=t.device).mul_(scale).add_(shift)

@@ -252,6 +252,15 @@ def _reject_forged_pointers(fn: Any, compiled: Any) -> None:
     _CHECKED[id(compiled)] = compiled
 
 
+def forged_pointer_message(compiled: Any) -> str | None:
+    """What a compiled kernel's IR does outside the contract (forged pointers, inline asm), or None;
+    None too when there is no IR to read (the interpreter's launches)."""
+    asm = getattr(compiled, "asm", None)
+    ir = _ir_text(asm) if asm is not None else None
+    ops = forged_pointer_ops(ir) if ir else []
+    return _forged_message(ops) if ops else None
+
+
 def _ir_text(asm: Any) -> str | None:
     getter = getattr(asm, "get", None)
     if getter is None:

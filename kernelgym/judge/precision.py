@@ -44,6 +44,9 @@ MATMUL_OPS = frozenset({
     "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
     "_scaled_dot_product_cudnn_attention", "scaled_dot_product_attention",
 })
+# Every attention backend's op (the float64 reference on a GPU runs `_scaled_dot_product_attention_math`,
+# whose name changes across torch releases): by prefix.
+MATMUL_PREFIXES = ("_scaled_dot_product_", "_flash_attention", "_efficient_attention", "_cudnn_attention")
 _ATTR = "_kernelgym_precision"  # (atol, rtol) set by the trusted parent on its own expected tensors
 
 
@@ -57,6 +60,11 @@ class _OpNames(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         self.names.add(func._schema.name.split("::")[-1])
         return func(*args, **(kwargs or {}))
+
+
+def is_matmul_like(op_names: set[str]) -> bool:
+    """Whether a forward that ran these aten ops (base names) is in the TF32 class: a matrix product."""
+    return bool(op_names & MATMUL_OPS) or any(n.startswith(MATMUL_PREFIXES) for n in op_names)
 
 
 def float64_model(model: torch.nn.Module) -> torch.nn.Module | None:
@@ -84,7 +92,7 @@ def attach_bounds(model64: torch.nn.Module | None, inputs: list[Any], expected: 
     outs64 = out64 if isinstance(out64, (tuple, list)) else [out64]
     if len(outs64) != len(outs):
         return None
-    tf32 = bool(ops.names & MATMUL_OPS)
+    tf32 = is_matmul_like(ops.names)
     for e, e64 in zip(outs, outs64):
         bound = derive_bound(e, e64, tf32)
         if bound is not None:

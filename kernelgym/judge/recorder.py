@@ -243,7 +243,8 @@ class Recorder(TorchDispatchMode):
             raise RecordError(f"{where}: a TensorDescriptor needs a tensor base and integer shape, strides and "
                               "block shape")
         ref = self.ref(d.base) | {"size": [int(x) for x in d.shape], "stride": [int(x) for x in d.strides]}
-        return {"desc": [{"t": ref}, [int(x) for x in d.block_shape], str(d.padding), bool(d.round_f32_to_tf32)]}
+        return {"desc": [{"t": ref}, [int(x) for x in d.block_shape], str(d.padding),
+                         bool(getattr(d, "round_f32_to_tf32", False))]}  # a field newer than Triton 3.6
 
     # -- launches -------------------------------------------------------------------------------
     def launch(self, kernel: Any, args: tuple, grid: Any, kwargs: dict[str, Any]) -> None:

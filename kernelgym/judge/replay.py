@@ -53,6 +53,18 @@ class Replayer:
                     raise ReplayError(f"state buffer {buf} was not sent with its bytes")
                 self.state[buf] = data.to(device)
         self.bufs: dict[int, torch.Tensor] = {}
+        self._ir_checked: set[str] = set()
+
+    def _check_ir(self, name: str, compiled: Any) -> None:
+        """On a GPU, the compiled kernel's Triton IR, read here where no answer Python runs: no integer
+        cast to a pointer, no pointer cast to an integer, no inline assembly. (The interpreter returns no
+        compiled kernel; on the CPU the recording's interpreter builder refuses the same ops.)"""
+        from kernelgym.judge.launch_hook import forged_pointer_message
+
+        problem = forged_pointer_message(compiled)
+        if problem:
+            raise ReplayError(f"kernel {name}: {problem}")
+        self._ir_checked.add(name)
 
     @staticmethod
     def _resolve(name: str, allow_compute: bool) -> Any:
@@ -71,12 +83,20 @@ class Replayer:
     def prepare(self, inputs: list[Any]) -> None:
         """Buffers for the next call: `inputs`' storages, restored state, poisoned scratch."""
         bufs: dict[int, torch.Tensor] = {}
+        # Every input checked, and the scratch bound taken on what was measured here, before any allocation.
         for buf, b in enumerate(self.trace.buffers):
             if b["kind"] == "input":
                 x = inputs[b["index"]] if b["index"] < len(inputs) else None
                 if not isinstance(x, torch.Tensor) or x.untyped_storage().nbytes() != b["nbytes"]:
                     raise ReplayError(f"input {b['index']} does not have the recorded layout")
                 bufs[buf] = _bytes(x.untyped_storage(), x.device)
+        known = sum(t.numel() for t in bufs.values()) + sum(t.numel() for t in self.state.values())  # uint8
+        too_much = self.trace.scratch_problem(known)
+        if too_much:
+            raise ReplayError(too_much)
+        for buf, b in enumerate(self.trace.buffers):
+            if b["kind"] == "input":
+                continue
             elif b["kind"] == "state":
                 bufs[buf] = self.state[buf].clone()
             else:
@@ -91,7 +111,9 @@ class Replayer:
                 if skip_launches:
                     continue
                 kernel = self.kernels[e["launch"]]
-                kernel[tuple(e["grid"])](*[self._value(a) for a in e["args"]], **e.get("options", {}))
+                compiled = kernel[tuple(e["grid"])](*[self._value(a) for a in e["args"]], **e.get("options", {}))
+                if e["launch"] not in self._ir_checked:
+                    self._check_ir(e["launch"], compiled)
             else:
                 self._run_op(op, e)
         outs = [self._value(o) for o in self.trace.outputs]
@@ -148,7 +170,9 @@ class Replayer:
             from triton.tools.tensor_descriptor import TensorDescriptor
 
             base = self._view(val[0]["t"])
-            return TensorDescriptor(base, list(base.shape), list(base.stride()), list(val[1]), val[2], val[3])
+            # `round_f32_to_tf32` is newer than Triton 3.6: passed only where it is set (and then it must exist).
+            extra = {"round_f32_to_tf32": True} if val[3] else {}
+            return TensorDescriptor(base, list(base.shape), list(base.stride()), list(val[1]), val[2], **extra)
         if key == "tl_dtype":
             from kernelgym.judge.kernel_source import decode_constant
 

@@ -38,12 +38,14 @@ from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
 
 
-SCRATCH_FACTOR = 16  # scratch a replayed call may allocate, times its inputs' and state's bytes ...
-SCRATCH_SLACK_BYTES = 2 << 30  # ... plus this (attention's score matrix fits; a terabyte does not)
-
-
 class _Stop(Exception):
     """The verdict is decided; `result` says it."""
+
+
+# Error kinds a reply may set: what a failing answer can cause. `ok`, `cheat`, `wrong_output` and
+# `system_error` are decided here, never by a reply (the answer's process can forge its replies).
+_REPLY_KINDS = frozenset({Status.INVALID_ANSWER, Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT,
+                          Status.CRASHED, Status.OOM})
 
 
 def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random, config: JudgeConfig,
@@ -66,7 +68,7 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
                 with clock("reference"):  # trial 0 is drawn while the child imports the answer
                     first = plan.next()
                 reply = answer.receive()
-                result.confinement = list((reply.get("confinement") or {}).get("layers", []))
+                result.confinement = _layers(reply)
                 if "error" not in reply:
                     reply = answer.request(build_message(reference))
                 _check_error(reply, result, "")
@@ -105,12 +107,21 @@ def _set(result: EvalResult, status: Status, message: str, error: str = "", faul
     result.fault = fault or result.fault
 
 
+def _layers(reply: dict[str, Any]) -> list[str]:
+    """The confinement layers a reply reports, as strings (a malformed report: none)."""
+    conf = reply.get("confinement")
+    layers = conf.get("layers") if isinstance(conf, dict) else None
+    return [str(x)[:64] for x in layers[:16]] if isinstance(layers, list) else []
+
+
 def _check_error(reply: dict[str, Any], result: EvalResult, where: str) -> None:
     if "error" in reply:
-        text = str(reply["error"])
+        text = str(reply["error"])[:100_000]
         lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-        _set(result, Status(reply.get("kind", "runtime_error")), f"{where}{lines[-1].strip() if lines else text}",
-             error=text, fault=reply.get("fault", ""))
+        kind = reply.get("kind", "runtime_error")
+        status = Status(kind) if kind in {s.value for s in _REPLY_KINDS} else Status.RUNTIME_ERROR
+        _set(result, status, f"{where}{lines[-1].strip() if lines else text}", error=text,
+             fault=str(reply.get("fault", ""))[:200])
         if result.status is Status.COMPILE_ERROR:
             result.compiled = False  # a Triton compile error, even at the first replayed launch, is not compiled
         raise _Stop
@@ -199,18 +210,14 @@ def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dic
                               "kernels": [spec.to_wire() for spec in specs.values()], "state": recorded["state"],
                               "allow_torch_compute": allow_torch, **inputs_source(reference)})
     _check_error(reply, result, "")
-    layers = [f"replay:{x}" for x in (reply.get("confinement") or {}).get("layers", [])]
+    layers = [f"replay:{x}" for x in _layers(reply)]
     result.confinement += [x for x in layers if x not in result.confinement]
 
 
 def scratch_problem(trace: Any) -> str | None:
-    """A bound on the scratch one replayed call allocates, so that one answer's replay cannot take the
-    memory of the evaluations beside it."""
-    known = sum(b["nbytes"] for b in trace.buffers if b["kind"] != "scratch")
-    if trace.scratch_bytes() > SCRATCH_FACTOR * known + SCRATCH_SLACK_BYTES:
-        return (f"the call allocated {trace.scratch_bytes() / 2**30:.1f} GiB of scratch, more than "
-                f"{SCRATCH_FACTOR}x its inputs and state plus {SCRATCH_SLACK_BYTES >> 30} GiB")
-    return None
+    """The scratch bound (`Trace.scratch_problem`) on the sizes the record claims; the replay checks it
+    again on the inputs it drew before it allocates anything."""
+    return trace.scratch_problem()
 
 
 def _output_verdicts(trace: Any, result: EvalResult, allow_torch: bool) -> None:
@@ -250,6 +257,7 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             rng: random.Random, config: JudgeConfig, result: EvalResult, allow_torch: bool, clock: Any,
             code: str) -> None:
     t = first
+    ghost_passed = True  # so far, every trial's outputs were right with every kernel launch skipped
     while t is not None:
         slot = "main"
         if t.variant is not None:
@@ -259,7 +267,7 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             _load_replay(replayer, t.variant, recorded, result, allow_torch, "variant", code)
             slot = "variant"
         reply = replayer.request({"op": "replay_trial", "slot": slot, "seed": t.seed, "distribution": t.distribution,
-                                  "probe_seed": t.probe_seed})
+                                  "probe_seed": t.probe_seed, "ghost": ghost_passed})
         _check_error(reply, result, f"trial {t.index}: ")
         if reply.get("inputs_digest") != t.inputs_digest:
             raise RuntimeError("the replay drew other inputs than the reference")  # our bug, not the answer's
@@ -268,16 +276,13 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
                                               f"{reply['mutated_inputs']}", "runtime"))
             _set(result, Status.CHEAT, f"rejected by threat rule RH-10: {result.cheats[-1].reason}")
             raise _Stop
-        if reply.get("kernels_idle"):
-            # Proven by the ghost run: with every launch skipped, torch's entries alone gave these outputs.
-            result.cheats.append(CheatVerdict("RH-02", "the outputs are the same with every kernel launch skipped: "
-                                              "torch's copies and fills made them, not the answer's kernels", "runtime"))
-            _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
-            raise _Stop
         outputs = reply.get("outputs", [])
-        actual = outputs if reply.get("is_sequence") else (outputs[0] if len(outputs) == 1 else outputs)
-        cmp = compare_outputs(t.expected, actual, config, scaled=base_distribution(t.distribution) == "wide",
-                              layout=reply.get("layout"))
+        sequence = reply.get("is_sequence")
+        actual = outputs if sequence else (outputs[0] if len(outputs) == 1 else outputs)
+        scaled = base_distribution(t.distribution) == "wide"
+        cmp = compare_outputs(t.expected, actual, config, scaled=scaled, layout=reply.get("layout"))
+        if ghost_passed and cmp.passed:
+            ghost_passed = _ghost_passes(reply, t.expected, sequence, scaled, config)
         result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error, cmp.max_rel_error,
                                          cmp.mismatched, cmp.total, cmp.message))
         t.expected = None
@@ -288,7 +293,26 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             raise _Stop
         with clock("reference"):
             t = plan.next()
+    if ghost_passed and result.trials:
+        # Proven by the ghost runs: with every launch skipped, torch's entries alone gave right outputs on
+        # every trial (secret inputs of every distribution): the answer's kernels made none of them.
+        result.cheats.append(CheatVerdict("RH-02", "the outputs are right with every kernel launch skipped: "
+                                          "torch's copies and fills made them, not the answer's kernels", "runtime"))
+        _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
+        raise _Stop
     result.correct = True
+
+
+def _ghost_passes(reply: dict[str, Any], expected: Any, sequence: Any, scaled: bool, config: JudgeConfig) -> bool:
+    """Whether this trial's ghost run (every launch skipped) gave outputs the reference accepts: bit-identical
+    to the real ones (which passed), or shipped and compared like them. A trial without one: no."""
+    if reply.get("kernels_idle") is True:
+        return True
+    ghost = reply.get("ghost_outputs")
+    if not isinstance(ghost, list):
+        return False
+    actual = ghost if sequence else (ghost[0] if len(ghost) == 1 else ghost)
+    return compare_outputs(expected, actual, config, scaled=scaled, layout=reply.get("ghost_layout"), early=True).passed
 
 
 def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: Reference, rng: random.Random,

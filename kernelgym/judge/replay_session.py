@@ -106,6 +106,7 @@ class ReplayOps:
         import torch
 
         from kernelgym.judge.inputs import digest, swap_probe
+        from kernelgym.judge.replay import ReplayError
 
         refused = self._replay_ready()
         if refused:
@@ -122,19 +123,30 @@ class ReplayOps:
                 out = replayer(*inputs)
             if self.device != "cpu":
                 torch.cuda.synchronize()
+        except ReplayError as e:  # a kernel outside the contract, seen when it first compiled (its IR)
+            return {"error": f"outside the answer contract: {e}", "kind": "invalid_answer"}
         except BaseException as e:  # noqa: BLE001 - a kernel that fails on these inputs
             return self._error(e, phase="replay")
         mutated = [i for i, (a, b) in enumerate(zip(inputs, pristine))
                    if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
         shipped = self.helpers["ship_outputs"](out)
-        try:  # the ghost run: the same call with every kernel launch skipped
+        if not msg.get("ghost", True):
+            return {"inputs_digest": inputs_digest, "mutated_inputs": mutated} | shipped
+        # The ghost run: the same call with every kernel launch skipped. Its outputs go back for the parent
+        # to compare with the reference (unless bit-identical to the real ones: `kernels_idle`); outputs that
+        # pass on every trial without the kernels were made by torch's entries alone (RH-02).
+        try:
             replayer.prepare(pristine)
             with torch.no_grad():
                 ghost = replayer.run(skip_launches=True)
             idle = _same_outputs(out, ghost)
-        except BaseException as e:  # noqa: BLE001 - torch's entries alone may fail: then the kernels mattered
-            idle = False
-        return {"inputs_digest": inputs_digest, "mutated_inputs": mutated, "kernels_idle": idle} | shipped
+            ghost_shipped = {} if idle else self.helpers["ship_outputs"](ghost)
+        except BaseException:  # noqa: BLE001 - torch's entries alone may fail: then the kernels mattered
+            idle, ghost_shipped = False, {"ghost_failed": True}
+        reply = {"inputs_digest": inputs_digest, "mutated_inputs": mutated, "kernels_idle": idle} | shipped
+        if "outputs" in ghost_shipped:
+            reply |= {"ghost_outputs": ghost_shipped["outputs"], "ghost_layout": ghost_shipped["layout"]}
+        return reply
 
     def op_replay_timing_inputs(self, msg: dict) -> dict:
         import torch

@@ -32,6 +32,9 @@ MAX_DIMS = 16
 # Operators that copy bytes from their other tensor arguments into what they write (layout, dtype, device).
 COPIES = ("copy_", "clone", "_to_copy", "contiguous", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy")
 
+SCRATCH_FACTOR = 16  # scratch a replayed call may allocate, times its inputs' and state's bytes ...
+SCRATCH_SLACK_BYTES = 2 << 30  # ... plus this (attention's score matrix fits; a terabyte does not)
+
 
 class TraceError(ValueError):
     """The trace is malformed (a protocol violation by the recording child, or our bug)."""
@@ -197,6 +200,18 @@ class Trace:
 
     def scratch_bytes(self) -> int:
         return sum(b["nbytes"] for b in self.buffers if b["kind"] == "scratch")
+
+    def scratch_problem(self, known_bytes: int | None = None) -> str | None:
+        """A bound on the scratch one replayed call allocates, so that one answer's replay cannot take the
+        memory of the evaluations beside it: `SCRATCH_FACTOR` times the call's inputs and state (by default
+        as recorded; the replay passes the sizes it measured, since a forged record could claim any) plus
+        `SCRATCH_SLACK_BYTES`."""
+        known = known_bytes if known_bytes is not None else sum(
+            b["nbytes"] for b in self.buffers if b["kind"] != "scratch")
+        if self.scratch_bytes() > SCRATCH_FACTOR * known + SCRATCH_SLACK_BYTES:
+            return (f"the call allocated {self.scratch_bytes() / 2**30:.1f} GiB of scratch, more than "
+                    f"{SCRATCH_FACTOR}x its inputs and state plus {SCRATCH_SLACK_BYTES >> 30} GiB")
+        return None
 
     def kernels(self) -> list[str]:
         return sorted({e["launch"] for e in self.entries if "launch" in e})

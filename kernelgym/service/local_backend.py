@@ -34,8 +34,9 @@ class LocalBackendConfig:
                                                             "empty: every local GPU, else one cpu worker"})
     jobs_per_worker: int = field(default=4, metadata={"help": "evaluations in flight per worker"})
     warm_pool_size: int | None = field(
-        default=None, metadata={"help": "warm candidate processes per worker; 0: spawn fresh; None: one per job, "
-                                "since every evaluation in flight uses up one and a start-up takes seconds"})
+        default=None, metadata={"help": "warm candidate processes per worker; 0: spawn fresh; None: two per job, "
+                                "since every evaluation in flight uses up two (the answer's process and the "
+                                "replay's) and a start-up takes seconds"})
     fork_server: bool = field(default=True, metadata={"help": "fork warm candidate processes from a fork server "
                                                            "with torch imported (False: a new interpreter each)"})
     judge_config: dict[str, Any] = field(default_factory=dict, metadata={"help": "JudgeConfig overrides for every job"})
@@ -44,7 +45,7 @@ class LocalBackendConfig:
     def __post_init__(self) -> None:
         self.devices = tuple(self.devices)
         if self.warm_pool_size is None:
-            self.warm_pool_size = self.jobs_per_worker
+            self.warm_pool_size = 2 * self.jobs_per_worker
         if self.jobs_per_worker < 1 or self.warm_pool_size < 0:
             raise ValueError("LocalBackendConfig needs jobs_per_worker >= 1 and warm_pool_size >= 0")
         bad = [d for d in self.devices if not (d == "cpu" or d.startswith("cuda:"))]

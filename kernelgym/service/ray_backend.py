@@ -148,7 +148,7 @@ class RayBackend:
         self.address = address
         self.devices = devices
         self.jobs = jobs
-        self.warm = jobs if warm is None else warm
+        self.warm = 2 * jobs if warm is None else warm  # two processes per evaluation (answer, replay)
         self.fork_server = fork_server
         self.base_config = dict(base_config or {})
         self.init_kwargs = dict(init_kwargs or {})

@@ -38,9 +38,10 @@ def test_torch_compute_hidden_from_static_rules_is_caught_at_run_time(relu):
     answer = relu_answer("y = torch.relu(x) + 0.0\nx = y")
     r = judge(relu, answer, JudgeConfig(device="cuda", timeout_s=120, time_compile_baseline=False,
                                          static_checks=False))
-    # The ghost replay (RH-02: output still right with the kernel disabled) fires before the profile
-    # share (RH-03) is looked at; either is the run-time catch this test is about.
-    assert r.status is Status.CHEAT and {c.rule for c in r.cheats} & {"RH-02", "RH-03"}, (r.status, r.message)
+    # Under replay the recording lists torch's compute (RH-01) before any trial; the ghost replay (RH-02:
+    # output still right with the kernel disabled) and the profile share (RH-03) come later. Any of them
+    # is the run-time catch this test is about.
+    assert r.status is Status.CHEAT and {c.rule for c in r.cheats} & {"RH-01", "RH-02", "RH-03"}, (r.status, r.message)
 
 
 def test_illegal_memory_access_is_a_crash(relu):
@@ -86,6 +87,6 @@ def test_a_forked_warm_process_has_compiled_the_warm_kernel_and_judges_like_a_fr
         (proc,) = list(pool._ready)
         assert any((proc.scratch / "triton").iterdir())  # the warm-up kernel, in its private cache
         warm = judge(relu, relu_answer(), GPU)
-    assert pool.stats()["handed_out"] == 1
+    assert pool.stats()["handed_out"] == 2  # judge v4: the answer's process, then the replay's
     assert warm.status is Status.OK, warm.message
     assert warm.profile.triton_share > 0.9

@@ -36,9 +36,8 @@ def test_bad_neighbours_get_their_own_verdicts_and_honest_answers_stay_ok():
     config = JudgeConfig(device="cuda", timeout_s=45, time_compile_baseline=False, static_checks=False)
     results = judge_many(pairs, config, jobs=6, progress=False)
     assert len(results) == len(pairs)
-    for (task, _), r in zip(honest * 2 + [None] * len(bad) + honest, results):
-        if task is not None:
-            assert r.status is Status.OK, (task.task_id, r.status, r.message)
+    for i in [0, 1, 2, 3, 8, 9]:  # the honest ones
+        assert results[i].status is Status.OK, (results[i].task_id, results[i].status, results[i].message)
     holds_memory, asks_too_much, floods, holds_gpu = results[4:8]
     assert asks_too_much.status is Status.OOM, (asks_too_much.status, asks_too_much.message)
     assert holds_gpu.status is Status.TIMEOUT, (holds_gpu.status, holds_gpu.message)

@@ -194,3 +194,40 @@ def test_a_model_that_cannot_run_in_float64_keeps_the_flat_tolerance():
     assert derived_bound(out) is None and compare_outputs(out, out + 5e-5, CFG).passed
     with pytest.raises(ValueError, match="precision"):
         JudgeConfig(precision="exact")
+
+
+def _tf32(t: torch.Tensor) -> torch.Tensor:
+    """TF32's operand rounding emulated: fp32 with 10 mantissa bits kept (truncation, its worst case)."""
+    return (t.contiguous().view(torch.int32) & ~((1 << 13) - 1)).view(torch.float32)
+
+
+def test_the_tiny_draw_fails_a_float16_matmul_and_passes_tf32():
+    # The GPU's stand-in for `huge` on matrix-product tasks (TF32 accepted there): values far below fp16's
+    # normal range. Same mantissa width as TF32, but fp16 lacks the exponent range.
+    import types
+
+    from kernelgym.judge.inputs import make_inputs
+    from kernelgym.judge.precision import attach_bounds, float64_model
+
+    class MatMul(torch.nn.Module):
+        def forward(self, a, b):
+            return a @ b
+
+    task = types.ModuleType("tiny_task")
+    task.get_inputs = lambda: [torch.randn(96, 128), torch.randn(128, 80)]
+    a, b = make_inputs(task, 1234, "tiny")
+    assert 0 < float(a.abs().max()) < 6.1e-5  # below fp16's normal range
+    expected = a @ b
+    assert attach_bounds(float64_model(MatMul()), [a, b], expected) is True  # the TF32 class
+    config = JudgeConfig()
+    assert compare_outputs(expected, _tf32(a) @ _tf32(b), config).passed
+    assert not compare_outputs(expected, a.half().float() @ b.half().float(), config).passed
+
+
+def test_every_attention_backend_is_in_the_tf32_class():
+    from kernelgym.judge.precision import is_matmul_like
+
+    for name in ("_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention_for_cpu",
+                 "_scaled_dot_product_efficient_attention", "_efficient_attention_forward", "bmm"):
+        assert is_matmul_like({name, "add"}), name
+    assert not is_matmul_like({"add", "softmax", "mul"})

@@ -65,3 +65,21 @@ def test_kernels_that_skip_unchecked_timed_calls_are_caught(host_timing):  # noq
     # Skims from the 10th call on (warm-up included): every varied call after it is zeros.
     _, _, verdicts = _measure(_Replayer(skip_from=10))
     assert [v.rule for v in verdicts] == ["RH-21"]
+
+
+def test_spot_references_carry_the_trials_precision_bound():
+    # The flat rule refused honest TF32 attention and matmul outputs of spot calls on an H100: the spot's
+    # expected output gets the bound derived from the float64 reference, like a trial's.
+    import random
+
+    from kernelgym.judge.precision import derived_bound
+    from kernelgym.judge.reference import Reference
+    from kernelgym.judge.runtime_checks import spot_expected
+    from kernelgym.judge.trials import draw_trial
+    from kernelgym.tasks import load_builtin
+
+    config = JudgeConfig(device="cpu")
+    reference = Reference(load_builtin("matmul_square")[0], "small", "cpu", init_seed=5)
+    trial = draw_trial(reference, random.Random(3), config, 1, grad=False)
+    expected = spot_expected(reference)(trial, 7)
+    assert derived_bound(expected) is not None and reference.matmul_like

@@ -1,5 +1,5 @@
 # task: linear_bias_relu
-# style: the weight, transposed once in __init__ to K-major (a common layout choice), is kept on a small plain helper object (`PackedLinear`, not an nn.Module) that ModelNew holds; recorder.state_storages looks for state only through tensors, nn.Modules, lists/tuples/sets and dicts (and 6 levels deep), so the replay takes the packed weight for scratch, hands the kernel 0xFF bytes (NaN) and the honest answer gets wrong_output. The same happens to a tensor kept in a dataclass, a functools.partial, a closure or a class attribute of ModelNew
+# style: the weight, transposed once in __init__ to K-major (a common layout choice), is kept on a small plain helper object (`PackedLinear`, not an nn.Module) that ModelNew holds; recorder.state_storages looks for state only through tensors, nn.Modules, lists/tuples/sets and dicts (and 6 levels deep), so the replay takes the packed weight for scratch, hands the kernel 0xFF bytes (NaN) and the honest answer gets wrong_output. The same happens to a tensor kept in a dataclass, a functools.partial, a closure or a class attribute of ModelNew. The helper is not moved by `.to(device)`, so forward rebuilds it once on the input's device
 import torch
 import torch.nn as nn
 import triton
@@ -43,6 +43,8 @@ class ModelNew(nn.Module):
         self.packed = PackedLinear(self.fc)
 
     def forward(self, x):
+        if self.packed.w_t.device != x.device:  # built on the CPU in __init__; the layer has moved since
+            self.packed = PackedLinear(self.fc)
         x = x.contiguous()
         M, K = x.shape
         w_t = self.packed.w_t
