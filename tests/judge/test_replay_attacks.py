@@ -169,3 +169,40 @@ def test_imports_of_foreign_modules_are_refused(target):
 
 def test_recorder_installed():
     recorder.install()  # the module imports stay used; the wrapper is idempotent
+
+
+def test_the_replay_bounds_scratch_on_the_inputs_it_measured_before_allocating():
+    # A forged record claims a 1 TiB input, so that its 2 TiB of scratch passes the parent's bound on
+    # the claimed sizes; the replay checks the real input's size first and allocates nothing.
+    claimed = [{"kind": "input", "index": 0, "nbytes": 1 << 40}, {"kind": "scratch", "index": 0, "nbytes": 2 << 40}]
+    wire = _trace(extra_buffers=claimed)
+    assert scratch_problem(Trace.from_wire(wire)) is None  # the claim fools the parent's early check
+    r = _replayer(_spec(), wire)
+    with pytest.raises(ReplayError, match="does not have the recorded layout"):
+        r(torch.randn(64))
+    # Sizes as recorded, scratch past the bound of what was measured: refused, not allocated.
+    r = _replayer(_spec(), _trace(extra_buffers=[{"kind": "scratch", "index": 0, "nbytes": 3 << 40}]))
+    with pytest.raises(ReplayError, match="scratch"):
+        r(torch.randn(64))
+
+
+class _Compiled:
+    """What a GPU launch returns: the compiled kernel, its IR in `asm`."""
+
+    def __init__(self, ttir: str) -> None:
+        self.asm = {"ttir": ttir}
+
+
+@pytest.mark.parametrize("op, words", [("tt.int_to_ptr", "integer cast to a pointer"),
+                                       ("tt.ptr_to_int", "pointer cast to an integer"),
+                                       ("tt.elementwise_inline_asm", "inline assembly")])
+def test_the_replay_refuses_forged_pointers_in_the_compiled_ir(op, words):
+    # On a GPU the replay process reads each kernel's IR at its first launch (the record's own check runs
+    # where the answer's Python does); the interpreter returns no compiled kernel, so nothing is read there.
+    r = Replayer.__new__(Replayer)
+    r._ir_checked = set()
+    with pytest.raises(ReplayError, match=words):
+        r._check_ir("k", _Compiled(f"    %3 = {op} %2 : i64\n"))
+    r._check_ir("k", _Compiled("    %3 = tt.load %2 : !tt.ptr<f32>\n"))
+    r._check_ir("k", None)
+    assert r._ir_checked == {"k"}

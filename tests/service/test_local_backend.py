@@ -143,3 +143,9 @@ def test_wait_warm_returns_once_the_pool_is_full_and_a_restart_waits_again(backe
     assert backend.wait_warm(120)
     (again,) = backend.stats()["workers"]
     assert again["pid"] != worker["pid"] and again["pool"]["ready"] == 1
+
+
+def test_the_warm_pool_holds_two_processes_per_job_by_default():
+    # Judge v4 uses two processes per evaluation (the answer's, the replay's): one per job starved the pool.
+    assert LocalBackendConfig(devices=("cpu",), jobs_per_worker=3).warm_pool_size == 6
+    assert LocalBackendConfig(devices=("cpu",), jobs_per_worker=3, warm_pool_size=1).warm_pool_size == 1
