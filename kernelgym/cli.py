@@ -150,6 +150,9 @@ def _build_parser() -> argparse.ArgumentParser:
     rt.add_argument("--shard", default=None, metavar="K/N",
                     help="judge only every N-th answer from the K-th (0-based), e.g. 0/4 .. 3/4 in four processes, "
                          "one per GPU; the report covers that share")
+    rt.add_argument("--from-jsonl", nargs="+", type=Path, default=None, metavar="FILE",
+                    help="judge nothing: report on the JSON lines of earlier runs (e.g. one --json-out per --shard), "
+                         "the same table and failure lines, exit 1 on a miss or a false flag")
     rt.add_argument("--external", action="store_true",
                     help="also judge the real-world honest corpus (tests/redteam/external/: Triton tutorials, "
                          "Liger-Kernel, FlagGems); each must be ok")
@@ -391,9 +394,43 @@ def _shard(text: str | None) -> tuple[int, int] | None:
     return int(k), int(n)
 
 
+def _redteam_from_jsonl(paths: list[Path]) -> int:
+    from kernelgym.redteam.runner import describe_failures, report_from_rows, report_table
+
+    rows = []
+    for path in paths:
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        for n, line in enumerate(lines, 1):
+            try:
+                row = json.loads(line) if line.strip() else None
+            except json.JSONDecodeError:
+                raise UsageError(f"{path}:{n}: not a JSON line") from None
+            if row is not None and "redteam" not in row:
+                raise UsageError(f"{path}:{n}: no 'redteam' name (written by `kernelgym redteam --json-out`?)")
+            if row is not None:
+                rows.append(row)
+    try:
+        report, unknown = report_from_rows(rows)
+    except (KeyError, TypeError, ValueError) as e:
+        raise UsageError(f"a row is not an EvalResult: {e}") from None
+    if not report.outcomes and not report.legit:
+        raise UsageError("no red-team rows in " + ", ".join(map(str, paths)))
+    console.print(report_table(report))
+    for name in unknown:
+        console.print(f"not in the corpus any more: {name}", markup=False, highlight=False)
+    for line in describe_failures(report):
+        console.print(line, markup=False, highlight=False)
+    return 0 if report.ok else 1
+
+
 def _cmd_redteam(args: argparse.Namespace) -> int:
     from kernelgym.redteam.runner import describe_failures, report_table, run_redteam
 
+    if args.from_jsonl:
+        return _redteam_from_jsonl(args.from_jsonl)
     config = _config(args)
     if args.no_legit and args.no_exploits:
         raise UsageError("--no-legit and --no-exploits together leave nothing to run")

@@ -118,6 +118,16 @@ def test_redteam_json_lines_name_their_file(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["redteam"] for r in rows] == ["exploit:rh01_add_mul_plain_operators"]
     assert rows[0]["status"] in ("invalid_answer", "cheat")
+    # the rows make the report again, judging nothing; a legitimate answer refused in them fails it
+    res = run_cli("redteam", "--from-jsonl", str(out))
+    assert res.returncode == 0 and "RH-01" in res.stdout, res.stdout + res.stderr
+    flagged = tmp_path / "flagged.jsonl"
+    flagged.write_text(json.dumps({**rows[0], "redteam": "builtin:relu", "task_id": "relu"}) + "\n")
+    res = run_cli("redteam", "--from-jsonl", str(out), str(flagged))
+    assert res.returncode == 1 and "FALSE FLAG builtin:relu" in res.stdout, res.stdout + res.stderr
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    res = run_cli("redteam", "--from-jsonl", str(tmp_path / "bad.jsonl"))
+    assert res.returncode == 2 and "bad.jsonl:1: not a JSON line" in res.stderr
 
 
 def _subcommands(parser, path=("kernelgym",)):

@@ -11,6 +11,8 @@ Each exploit is an answer file under `tests/redteam/exploits/` whose first lines
     # device: any                        any (default); cuda for exploits only a GPU can show; cpu for
     #                                    ones that only bite at the CPU run's small, odd shapes
     # gap: why the judge cannot catch it yet   (optional: a documented, open hole)
+    # gap_on: cpu                        (optional) the gap is open on that device only (any: default);
+    #                                    elsewhere the exploit must be caught like any other
     # replay: neutral: why                 (optional) under judge v4 the attack only changes what the
     #                                      answer's Python does on calls the replay never runs: an `ok`
     #                                      then judges the honest kernels, at their honest speed
@@ -46,7 +48,7 @@ from pathlib import Path
 from kernelgym.judge.result import EvalResult, Status
 
 _FIELD = re.compile(r"^#\s*(\w+):\s*(.*?)\s*$")
-_KEYS = {"threat", "task", "variant", "expect", "expect_dynamic", "device", "gap", "replay"}
+_KEYS = {"threat", "task", "variant", "expect", "expect_dynamic", "device", "gap", "gap_on", "replay"}
 ANY_TASK = "*"
 # The task-agnostic exploits' sample in CI (bounded time): one per kind of task (elementwise,
 # reduction, layer with weights, matmul, several inputs, integer output).
@@ -98,6 +100,7 @@ class Exploit:
     expect_dynamic: tuple[Expectation, ...] = ()
     device: str = "any"
     gap: str = ""
+    gap_on: str = "any"  # the device the gap is open on ("any": every device)
     replay: str = ""  # "neutral: why": under judge v4 the attack changes nothing the replay runs
     text: str = field(default="", repr=False)
     instance: str = ""  # for a task-agnostic exploit expanded over tasks: the task it is bound to
@@ -119,6 +122,10 @@ class Exploit:
 
     def runs_on(self, device: str) -> bool:
         return self.device == "any" or device.startswith(self.device)
+
+    def gap_for(self, device: str) -> str:
+        """The documented gap's reason where it is open on `device`, else ""."""
+        return self.gap if self.gap_on == "any" or device.startswith(self.gap_on) else ""
 
 
 def corpus_dir(kind: str = "exploits") -> Path:
@@ -151,11 +158,14 @@ def parse_exploit(path: Path) -> Exploit:
     device = meta.get("device", "any")
     if device not in ("any", "cuda", "cpu"):
         raise ValueError(f"{path.name}: device must be any, cuda or cpu")
+    gap_on = meta.get("gap_on", "any")
+    if gap_on not in ("any", "cuda", "cpu"):
+        raise ValueError(f"{path.name}: gap_on must be any, cuda or cpu")
     dynamic = meta.get("expect_dynamic", "")
     return Exploit(path=path, threat=meta["threat"], task=meta["task"], variant=meta["variant"],
                    expect=Expectation.parse_many(meta["expect"], path.name),
                    expect_dynamic=Expectation.parse_many(dynamic, path.name) if dynamic else (),
-                   device=device, gap=meta.get("gap", ""), replay=meta.get("replay", ""), text=text)
+                   device=device, gap=meta.get("gap", ""), gap_on=gap_on, replay=meta.get("replay", ""), text=text)
 
 
 def load_corpus(directory: Path | None = None) -> list[Exploit]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from kernelgym.judge.batch import judge_many
 from kernelgym.judge.config import JudgeConfig
@@ -45,7 +46,12 @@ class ExploitOutcome:
     @property
     def open_gap(self) -> bool:
         """A documented hole that is still open (reported, not a failure)."""
-        return bool(self.exploit.gap) and not self.passed
+        return bool(self.gap) and not self.passed
+
+    @property
+    def gap(self) -> str:
+        """The exploit's documented gap where it is open on the device this outcome was judged on."""
+        return self.exploit.gap_for(self.result.device)
 
 
 @dataclass
@@ -58,7 +64,7 @@ class RedteamReport:
 
     @property
     def missed(self) -> list[ExploitOutcome]:
-        return [o for o in self.outcomes if not o.passed and not o.exploit.gap]
+        return [o for o in self.outcomes if not o.passed and not o.gap]
 
     @property
     def gaps(self) -> list[ExploitOutcome]:
@@ -152,6 +158,37 @@ def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None =
     return report
 
 
+def report_from_rows(rows: list[dict[str, Any]]) -> tuple[RedteamReport, list[str]]:
+    """The report of a run written as JSON lines (`kernelgym redteam --json-out`, one file per shard): each
+    row an `EvalResult` with its `redteam` name (`exploit:`, `dynamic:`, `builtin:`, `honest:`, `external:`).
+    Also the names the rows carry that the corpus no longer has (renamed or deleted files)."""
+    exploits = {e.name: e for e in expand_agnostic(load_corpus(), builtin_task_ids())}
+    outcomes: dict[str, ExploitOutcome] = {}
+    dynamic: dict[str, EvalResult] = {}
+    report, unknown = RedteamReport(device=""), []
+    for row in rows:
+        name = str(row.get("redteam", ""))
+        result = EvalResult.from_dict({k: v for k, v in row.items() if k != "redteam"})
+        report.device = report.device or result.device
+        kind, _, file = name.partition(":")
+        if kind in ("exploit", "dynamic") and file not in exploits:
+            unknown.append(name)
+        elif kind == "exploit":
+            outcomes[file] = ExploitOutcome(exploits[file], result)
+        elif kind == "dynamic":
+            dynamic[file] = result
+        elif kind in ("builtin", "honest", "external"):
+            report.legit.append(result)
+            report.legit_names.append(name)
+        else:
+            unknown.append(name or "(no name)")
+    for file, result in dynamic.items():
+        if file in outcomes:
+            outcomes[file].dynamic_result = result
+    report.outcomes = list(outcomes.values())
+    return report, unknown
+
+
 def _tasks_for(exploits: list[Exploit]) -> dict[str, Task]:
     return {tid: load_builtin(tid)[0] for tid in sorted({e.task for e in exploits})}
 
@@ -164,7 +201,7 @@ def report_table(report: RedteamReport):  # noqa: ANN201 - a rich Table
                   "false flags", title=f"red team on {report.device}")
     for threat, outcomes in report.by_threat().items():
         deep = [o for o in outcomes if o.dynamic_caught is not None]
-        missed = sum(not o.passed and not o.exploit.gap for o in outcomes)
+        missed = sum(not o.passed and not o.gap for o in outcomes)
         gaps = sum(o.open_gap for o in outcomes)
         table.add_row(threat, str(len(outcomes)), str(sum(o.passed for o in outcomes)),
                       f"[red]{missed}[/red]" if missed else "0", f"[yellow]{gaps}[/yellow]" if gaps else "0",
@@ -188,9 +225,9 @@ def describe_failures(report: RedteamReport) -> list[str]:
                     f"got {_verdict(o.dynamic_result)}"
         lines.append(line)
     for o in report.gaps:
-        lines.append(f"KNOWN GAP {o.exploit.name} ({o.exploit.threat}): {o.exploit.gap}")
+        lines.append(f"KNOWN GAP {o.exploit.name} ({o.exploit.threat}): {o.gap}")
     for o in report.outcomes:
-        if o.exploit.gap and o.passed:
+        if o.gap and o.passed:
             lines.append(f"GAP CLOSED {o.exploit.name}: now caught; remove its 'gap' header")
     for r in report.false_flags:
         lines.append(f"FALSE FLAG {report.legit_name(r)} ({r.task_id}): {r.status.value}: {r.message}")

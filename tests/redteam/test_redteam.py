@@ -66,11 +66,11 @@ def test_exploit_is_rejected_on_cpu(exploit):
     report = run_redteam(JudgeConfig(device="cpu", timeout_s=120), jobs=1, legit=False, progress=False,
                          exploits=[exploit])
     (outcome,) = report.outcomes
-    if exploit.gap:
+    if exploit.gap_for("cpu"):
         # A gap that closed is reported, so the header does not outlive the hole it documents.
         assert not (outcome.caught and (not exploit.expect_dynamic or outcome.dynamic_caught)), (
             f"the documented gap is closed ({outcome.result.status.value}): remove the `# gap:` header")
-        pytest.xfail(f"documented gap: {exploit.gap}")
+        pytest.xfail(f"documented gap: {exploit.gap_for('cpu')}")
     assert outcome.caught, f"expected {exploit.expect}, got {outcome.result.status.value}: {outcome.result.message}"
     if exploit.expect_dynamic:
         assert outcome.dynamic_caught, (f"static rules off: expected {exploit.expect_dynamic}, got "
@@ -113,3 +113,14 @@ def test_a_shard_judges_its_share_and_names_each_result():
                          exploits=pool, shard=(1, 2), on_result=lambda name, r: seen.append(name))
     assert [o.exploit.name for o in report.outcomes] == ["rh01_argmax_argsort_token"]
     assert seen == ["exploit:rh01_argmax_argsort_token"]
+
+
+def test_a_gap_can_be_open_on_one_device_only(tmp_path):
+    path = tmp_path / "rh03_relu_gap_on.py"
+    path.write_text("# threat: RH-03\n# task: relu\n# variant: x\n# expect: cheat RH-03\n# gap_on: cpu\n"
+                    "# gap: the CPU has no profile\nimport torch\n")
+    exploit = parse_exploit(path)
+    assert exploit.gap_for("cpu") == "the CPU has no profile" and exploit.gap_for("cuda:0") == ""
+    path.write_text(path.read_text().replace("gap_on: cpu", "gap_on: tpu"))
+    with pytest.raises(ValueError, match="gap_on must be"):
+        parse_exploit(path)
