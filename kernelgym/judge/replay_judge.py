@@ -38,6 +38,9 @@ from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
 
 
+MEASURE_PARTS = ("vary", "prepare", "timed", "hold")  # `timing.time_calls`'s host costs, as `measure_*` phases
+
+
 class _Stop(Exception):
     """The verdict is decided; `result` says it."""
 
@@ -348,6 +351,9 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
                 with clock("profile"):
                     prof = replayer.request({"op": "replay_profile", "reps": PROFILE_REPS})
         _check_error(reply, result, "during timing: ")
+        for part, seconds in (reply.get("host_s") or {}).items():  # where the measurement's host time went
+            if part in MEASURE_PARTS and isinstance(seconds, (int, float)):
+                clock.add(f"measure_{part}", float(seconds))
         with clock("timed_outputs"), clock.locked(result.device, exclusive=False) as hold:
             outputs = replayer.request({"op": "replay_timed_outputs"}, yield_to=hold)
             # The last timed call per set, and the secret sample of varied calls (kept in the replay
