@@ -111,7 +111,13 @@ class Replayer:
                 if skip_launches:
                     continue
                 kernel = self.kernels[e["launch"]]
-                compiled = kernel[tuple(e["grid"])](*[self._value(a) for a in e["args"]], **e.get("options", {}))
+                try:
+                    compiled = kernel[tuple(e["grid"])](*[self._value(a) for a in e["args"]], **e.get("options", {}))
+                except Exception as err:
+                    # The CPU interpreter's builder refused a forged pointer (wrapped by the interpreter).
+                    if type(err.__cause__).__name__ == "ForgedPointerError":
+                        raise ReplayError(f"kernel {e['launch']}: {err.__cause__}") from None
+                    raise
                 if self._ir_checked.get(id(compiled)) is not compiled:  # each specialisation once
                     self._check_ir(e["launch"], compiled)
             else:

@@ -83,6 +83,9 @@ class ReplayOps:
         if self.device.startswith("cuda:"):
             torch.cuda.set_device(self.device)
         if not self.replayers:
+            from kernelgym.judge.launch_hook import refuse_forged_pointers_in_interpreter
+
+            refuse_forged_pointers_in_interpreter()  # the CPU's check; a GPU's reads the compiled IR (`Replayer`)
             self.confinement = _confine_replay(self.device, self.helpers["warm_up"])
         slot = msg.pop("slot", "main")
         try:
