@@ -269,7 +269,10 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             rng: random.Random, config: JudgeConfig, result: EvalResult, allow_torch: bool, clock: Any,
             code: str) -> None:
     t = first
-    ghost_passed = True  # so far, every trial's outputs were right with every kernel launch skipped
+    # Per recorded trace ("main", "variant"): so far, every trial's outputs were right with every launch
+    # skipped. Judged per trace: a trace that dispatches on shapes (torch for the main shapes, kernels for the
+    # variant's) must not clear the main trials' proof by the variant's failing ghost.
+    ghost_passed = {"main": True, "variant": True}
     while t is not None:
         slot = "main"
         if t.variant is not None:
@@ -280,7 +283,7 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             slot = "variant"
         reply = _shared_request(replayer, {"op": "replay_trial", "slot": slot, "seed": t.seed,
                                            "distribution": t.distribution, "probe_seed": t.probe_seed,
-                                           "ghost": ghost_passed}, result, clock)
+                                           "ghost": ghost_passed[slot]}, result, clock)
         _check_error(reply, result, f"trial {t.index}: ")
         if reply.get("inputs_digest") != t.inputs_digest:
             raise RuntimeError("the replay drew other inputs than the reference")  # our bug, not the answer's
@@ -295,8 +298,8 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
         scaled = base_distribution(t.distribution) == "wide"
         with clock.locked(result.device, exclusive=False), clock("compare"):  # comparisons run kernels
             cmp = compare_outputs(t.expected, actual, config, scaled=scaled, layout=reply.get("layout"))
-            if ghost_passed and cmp.passed:
-                ghost_passed = _ghost_passes(reply, t.expected, sequence, scaled, config)
+            if ghost_passed[slot] and cmp.passed:
+                ghost_passed[slot] = _ghost_passes(reply, t.expected, sequence, scaled, config)
         result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error, cmp.max_rel_error,
                                          cmp.mismatched, cmp.total, cmp.message))
         t.expected = None
@@ -307,9 +310,10 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             raise _Stop
         with clock("reference"):
             t = plan.next()
-    if ghost_passed and result.trials:
+    if ghost_passed["main"] and result.trials:
         # Proven by the ghost runs: with every launch skipped, torch's entries alone gave right outputs on
-        # every trial (secret inputs of every distribution): the answer's kernels made none of them.
+        # every trial of the main shapes (secret inputs of every distribution): the kernels made none of them.
+        # (The variant's single trial alone is no proof: one draw can be one on which the kernels change nothing.)
         result.cheats.append(CheatVerdict("RH-02", "the outputs are right with every kernel launch skipped: "
                                           "torch's copies and fills made them, not the answer's kernels", "runtime"))
         _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
