@@ -566,7 +566,7 @@ _HARNESS_METHODS = (
     ("torch", "Tensor", ("detach", "clone", "copy_", "stride", "is_contiguous", "untyped_storage", "reshape",
                          "view", "set_", "bitwise_xor_", "to", "contiguous", "tolist", "numpy", "__array__")),
     ("torch", "UntypedStorage", ("tolist", "__getitem__")),
-    # the launch hook's refusals of forged pointers on the CPU (`launch_hook._refuse_in_interpreter`)
+    # the launch hook's refusals of forged pointers on the CPU (`launch_hook.refuse_forged_pointers_in_interpreter`)
     ("triton.runtime.interpreter", "InterpreterBuilder", ("create_int_to_ptr", "create_ptr_to_int",
                                                           "create_inline_asm")),
 )

@@ -89,18 +89,13 @@ def install(module_name: str) -> None:
     for cls in (JITFunction, InterpretedFunction):
         if not getattr(cls.run, "_kernelgym_hook", False):
             cls.run = _wrap(cls.run)
-    _refuse_in_interpreter()
+    refuse_forged_pointers_in_interpreter()
 
 
 def refuse_forged_pointers_in_interpreter() -> None:
-    """The CPU interpreter's builder refuses int<->pointer casts and inline asm from now on in this process:
-    for judge v4's replay process, where the answer's kernels run interpreted on the CPU."""
-    _refuse_in_interpreter()
-
-
-def _refuse_in_interpreter() -> None:
-    """Make the CPU interpreter's builder refuse the forged-pointer ops. Only answer kernels run
-    interpreted in the child, and Triton builds these ops only for explicit casts and inline asm."""
+    """Make the CPU interpreter's builder refuse the forged-pointer ops in this process: the in-process
+    engine's child and judge v4's replay process, where only answer kernels run interpreted. Triton builds
+    these ops only for explicit casts and inline asm."""
     from triton.runtime.interpreter import InterpreterBuilder
 
     for method, op in _INTERPRETER_OPS.items():

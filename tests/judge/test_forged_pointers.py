@@ -204,7 +204,7 @@ def test_interpreter_builder_refuses_the_same_ops(monkeypatch):
 
     for method in launch_hook._INTERPRETER_OPS:
         monkeypatch.setattr(InterpreterBuilder, method, getattr(InterpreterBuilder, method))  # restored after
-    launch_hook._refuse_in_interpreter()
+    launch_hook.refuse_forged_pointers_in_interpreter()
     builder = InterpreterBuilder()
     with pytest.raises(ForgedPointerError, match=r"\[tt.int_to_ptr\]"):
         builder.create_int_to_ptr(None, None)
