@@ -111,8 +111,9 @@ def test_judges_relu_on_two_cpu_actors_and_cancels_a_queued_job(backend):
 def test_actors_keep_warm_pools_that_serve_the_candidates(backend):
     assert backend.wait_warm(120)
     before = [w["pool"] for w in backend.stats()["workers"]]
-    # one warm process per actor (warm defaults to jobs), forked from the actor's own fork server
-    assert all(p is not None and p["ready"] == p["size"] == 1 and p["fork_server"] for p in before)
+    # two warm processes per actor (warm defaults to 2 x jobs: judge v4 uses the answer's process and the
+    # replay's), forked from the actor's own fork server
+    assert all(p is not None and p["ready"] == p["size"] == 2 and p["fork_server"] for p in before)
     outcomes = Outcomes()
     for job_id in ("warm1", "warm2"):
         backend.submit(relu_job(job_id), outcomes)
@@ -121,7 +122,7 @@ def test_actors_keep_warm_pools_that_serve_the_candidates(backend):
     assert backend.wait_warm(120)
     after = [w["pool"] for w in backend.stats()["workers"]]
     # Judge v4 takes two processes per evaluation (the answer's and the replay's): four in all, at
-    # least one per evaluation from the pools (a pool of one refills while the first is busy).
+    # least one per evaluation from the pools (a pool refills while its processes are busy).
     handed = sum(p["handed_out"] for p in after) - sum(p["handed_out"] for p in before)
     missed = sum(p["misses"] for p in after) - sum(p["misses"] for p in before)
     assert handed + missed == 4 and handed >= 2
