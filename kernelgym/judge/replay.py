@@ -53,7 +53,7 @@ class Replayer:
                     raise ReplayError(f"state buffer {buf} was not sent with its bytes")
                 self.state[buf] = data.to(device)
         self.bufs: dict[int, torch.Tensor] = {}
-        self._ir_checked: set[str] = set()
+        self._ir_checked: dict[int, Any] = {}  # id -> compiled kernel whose IR was read
 
     def _check_ir(self, name: str, compiled: Any) -> None:
         """On a GPU, the compiled kernel's Triton IR, read here where no answer Python runs: no integer
@@ -64,7 +64,7 @@ class Replayer:
         problem = forged_pointer_message(compiled)
         if problem:
             raise ReplayError(f"kernel {name}: {problem}")
-        self._ir_checked.add(name)
+        self._ir_checked[id(compiled)] = compiled
 
     @staticmethod
     def _resolve(name: str, allow_compute: bool) -> Any:
@@ -118,7 +118,7 @@ class Replayer:
                     if type(err.__cause__).__name__ == "ForgedPointerError":
                         raise ReplayError(f"kernel {e['launch']}: {err.__cause__}") from None
                     raise
-                if e["launch"] not in self._ir_checked:
+                if self._ir_checked.get(id(compiled)) is not compiled:  # each specialisation once
                     self._check_ir(e["launch"], compiled)
             else:
                 self._run_op(op, e)

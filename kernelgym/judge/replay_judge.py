@@ -38,6 +38,9 @@ from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
 
 
+MEASURE_PARTS = ("vary", "prepare", "timed", "hold")  # `timing.time_calls`'s host costs, as `measure_*` phases
+
+
 class _Stop(Exception):
     """The verdict is decided; `result` says it."""
 
@@ -70,10 +73,10 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
                 reply = answer.receive()
                 result.confinement = _layers(reply)
                 if "error" not in reply:
-                    reply = answer.request(build_message(reference))
+                    reply = answer.request(build_message(reference))  # the model's __init__: no kernel of ours
                 _check_error(reply, result, "")
                 with clock("record"):
-                    recorded = _record(answer, rng, result, variant=False)
+                    recorded = _record(answer, rng, result, clock, variant=False)
             with CandidateProcess.start(replay_dir, result.device, *limits) as replayer:
                 with clock("replay_load"):
                     _load_replay(replayer, reference, recorded, result, allow_torch, "main", code)
@@ -127,9 +130,18 @@ def _check_error(reply: dict[str, Any], result: EvalResult, where: str) -> None:
         raise _Stop
 
 
-def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, variant: bool) -> dict[str, Any]:
-    reply = answer.request({"op": "record", "warm_seed": rng.getrandbits(62), "seed": rng.getrandbits(62),
-                            "distribution": "task", "variant": variant})
+def _shared_request(process: CandidateProcess, msg: dict[str, Any], result: EvalResult, clock: Any) -> dict[str, Any]:
+    """A request whose work runs kernels on the GPU, under the shared side of the GPU's lock (as the
+    in-process engine's trials): no measurement of a neighbour is timed beside it. Still running after
+    `sandbox.YIELD_GRACE_S` while a measurement waits, the process is paused until it is done."""
+    with clock.locked(result.device, exclusive=False) as hold:
+        return process.request(msg, yield_to=hold)
+
+
+def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, clock: Any,
+            variant: bool) -> dict[str, Any]:
+    reply = _shared_request(answer, {"op": "record", "warm_seed": rng.getrandbits(62), "seed": rng.getrandbits(62),
+                                     "distribution": "task", "variant": variant}, result, clock)
     _check_error(reply, result, "forward: ")
     trace = _parsed_record(reply, result)
     result.kernels_launched = sorted(set(trace.kernels()) | set(result.kernels_launched))
@@ -257,17 +269,21 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             rng: random.Random, config: JudgeConfig, result: EvalResult, allow_torch: bool, clock: Any,
             code: str) -> None:
     t = first
-    ghost_passed = True  # so far, every trial's outputs were right with every kernel launch skipped
+    # Per recorded trace ("main", "variant"): so far, every trial's outputs were right with every launch
+    # skipped. Judged per trace: a trace that dispatches on shapes (torch for the main shapes, kernels for the
+    # variant's) must not clear the main trials' proof by the variant's failing ghost.
+    ghost_passed = {"main": True, "variant": True}
     while t is not None:
         slot = "main"
         if t.variant is not None:
             reply = answer.request(build_message(t.variant, variant=True))
             _check_error(reply, result, f"trial {t.index} (variant): ")
-            recorded = _record(answer, rng, result, variant=True)
+            recorded = _record(answer, rng, result, clock, variant=True)
             _load_replay(replayer, t.variant, recorded, result, allow_torch, "variant", code)
             slot = "variant"
-        reply = replayer.request({"op": "replay_trial", "slot": slot, "seed": t.seed, "distribution": t.distribution,
-                                  "probe_seed": t.probe_seed, "ghost": ghost_passed})
+        reply = _shared_request(replayer, {"op": "replay_trial", "slot": slot, "seed": t.seed,
+                                           "distribution": t.distribution, "probe_seed": t.probe_seed,
+                                           "ghost": ghost_passed[slot]}, result, clock)
         _check_error(reply, result, f"trial {t.index}: ")
         if reply.get("inputs_digest") != t.inputs_digest:
             raise RuntimeError("the replay drew other inputs than the reference")  # our bug, not the answer's
@@ -280,9 +296,10 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
         sequence = reply.get("is_sequence")
         actual = outputs if sequence else (outputs[0] if len(outputs) == 1 else outputs)
         scaled = base_distribution(t.distribution) == "wide"
-        cmp = compare_outputs(t.expected, actual, config, scaled=scaled, layout=reply.get("layout"))
-        if ghost_passed and cmp.passed:
-            ghost_passed = _ghost_passes(reply, t.expected, sequence, scaled, config)
+        with clock.locked(result.device, exclusive=False), clock("compare"):  # comparisons run kernels
+            cmp = compare_outputs(t.expected, actual, config, scaled=scaled, layout=reply.get("layout"))
+            if ghost_passed[slot] and cmp.passed:
+                ghost_passed[slot] = _ghost_passes(reply, t.expected, sequence, scaled, config)
         result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error, cmp.max_rel_error,
                                          cmp.mismatched, cmp.total, cmp.message))
         t.expected = None
@@ -293,9 +310,10 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             raise _Stop
         with clock("reference"):
             t = plan.next()
-    if ghost_passed and result.trials:
+    if ghost_passed["main"] and result.trials:
         # Proven by the ghost runs: with every launch skipped, torch's entries alone gave right outputs on
-        # every trial (secret inputs of every distribution): the answer's kernels made none of them.
+        # every trial of the main shapes (secret inputs of every distribution): the kernels made none of them.
+        # (The variant's single trial alone is no proof: one draw can be one on which the kernels change nothing.)
         result.cheats.append(CheatVerdict("RH-02", "the outputs are right with every kernel launch skipped: "
                                           "torch's copies and fills made them, not the answer's kernels", "runtime"))
         _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
@@ -320,7 +338,8 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
     with clock("timing"):
         sets = [draw_trial(reference, rng, config, trials_drawn + i, grad=False)
                 for i in range(config.timing_input_sets)]
-        prep = replayer.request({"op": "replay_timing_inputs", "sets": [(t.seed, t.distribution) for t in sets]})
+        prep = _shared_request(replayer, {"op": "replay_timing_inputs",
+                                          "sets": [(t.seed, t.distribution) for t in sets]}, result, clock)
         _check_error(prep, result, "before timing: ")
         # Secret until this request: the seed of the varied calls whose outputs are kept and checked.
         spot_seed = rng.getrandbits(63)
@@ -336,8 +355,11 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
                 with clock("profile"):
                     prof = replayer.request({"op": "replay_profile", "reps": PROFILE_REPS})
         _check_error(reply, result, "during timing: ")
-        with clock("timed_outputs"):
-            outputs = replayer.request({"op": "replay_timed_outputs"})
+        for part, seconds in (reply.get("host_s") or {}).items():  # where the measurement's host time went
+            if part in MEASURE_PARTS and isinstance(seconds, (int, float)):
+                clock.add(f"measure_{part}", float(seconds))
+        with clock("timed_outputs"), clock.locked(result.device, exclusive=False) as hold:
+            outputs = replayer.request({"op": "replay_timed_outputs"}, yield_to=hold)
             # The last timed call per set, and the secret sample of varied calls (kept in the replay
             # process right after each call, recomputed here from the seed and the number of calls).
             verdicts = check_timed_outputs(outputs, sets, config)

@@ -165,7 +165,7 @@ class ReplayOps:
         return {"inputs_digests": [digest(s) for s in generated]}
 
     def op_replay_time(self, msg: dict) -> dict:
-        from kernelgym.judge.spot import SpotReservoir
+        from kernelgym.judge.spot import FixedSpots, SpotReservoir
         from kernelgym.judge.timing import time_calls
 
         refused = self._replay_ready()
@@ -175,16 +175,22 @@ class ReplayOps:
         # A secret uniform sample of the varied timed calls is kept and checked (RH-21): no answer Python
         # runs here, but kernels can keep state past their buffers (allocator slack) and skip work on
         # calls they count as unchecked. The seed comes with this request, after the trials.
-        spots = SpotReservoir(int(msg.get("spot_seed", 0)), int(msg.get("spot_size", 0)))
+        seed, size = int(msg.get("spot_seed", 0)), int(msg.get("spot_size", 0))
+        k = len(self.timing_sets)
+        # Without a time budget the number of varied calls is known now (`time_calls`): the final sample
+        # directly, each kept output copied to the host once.
+        spots = (FixedSpots(seed, size, int(msg["warmup"]), max(int(msg["reps"]), k) - k)
+                 if not msg.get("budget_s") else SpotReservoir(seed, size))
         self.spot_outputs = {}
+        costs: dict[str, float] = {}
         try:
             times, wall, self.timed_outputs = time_calls(
                 replayer.run, self.timing_sets, msg["warmup"], msg["reps"], msg["flush_bytes"],
                 msg.get("budget_s", 0.0), hold=self.helpers["hold_on_host"], before_call=replayer.prepare,
-                spots=spots, kept=self.spot_outputs)
+                spots=spots, kept=self.spot_outputs, costs=costs)
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="timing")
-        return {"times_ms": times, "wall_ms": wall}
+        return {"times_ms": times, "wall_ms": wall, "host_s": costs}
 
     def op_replay_timed_outputs(self, msg: dict) -> dict:
         refused = self._replay_ready()

@@ -102,7 +102,7 @@ class Profile:
 # Phases measured inside others (`reference` runs during `compile`; the rest break down
 # `correctness` and `timing`): diagnostics that `wall_seconds` must not count twice.
 NESTED_PHASES = ("reference", "gpu_wait", "trial_runs", "compare", "measure", "profile",
-                 "output_transfer")
+                 "output_transfer", "measure_vary", "measure_prepare", "measure_timed", "measure_hold")
 
 
 @dataclass

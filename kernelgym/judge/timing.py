@@ -156,6 +156,7 @@ def time_calls(
     spots: SpotReservoir | None = None,
     kept: dict[int, Any] | None = None,
     before_call: Callable[[list[Any]], None] | None = None,
+    costs: dict[str, float] | None = None,
 ) -> tuple[list[float], list[float], list[Any]]:
     """Time `fn` on CUDA. Returns (event ms per call, host wall ms per call, last output per input set).
 
@@ -176,7 +177,23 @@ def time_calls(
     call's arguments go to it, untimed, and `fn()` is called with none.
     """
     check = after_call or (lambda out: None)
-    held = hold or (lambda out: out)
+    costs = {} if costs is None else costs  # host seconds by part, for the judge's phase table
+    for part in ("vary", "prepare", "timed", "hold"):
+        costs.setdefault(part, 0.0)
+
+    def held(out: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return (hold or (lambda o: o))(out)
+        finally:
+            costs["hold"] += time.perf_counter() - t
+
+    def varied(args: list[Any], call: int) -> list[Any]:
+        t = time.perf_counter()
+        try:
+            return varied_copy(args, call)
+        finally:
+            costs["vary"] += time.perf_counter() - t
     slots: list[tuple[int, Any]] = []  # (call, held output) per reservoir slot
     k = len(input_sets)
     flush = torch.empty(max(flush_bytes // 4, 1), dtype=torch.int32, device="cuda")
@@ -191,10 +208,12 @@ def time_calls(
 
     def timed(call: int, args: list[Any]) -> Any:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t_prep = time.perf_counter()
         if before_call is not None:
             before_call(args)
         torch.cuda.synchronize()  # the GPU is idle: nothing queued before the call is timed
         t0 = time.perf_counter()
+        costs["prepare"] += t0 - t_prep
         # The L2 flush and a short spin (~0.3 ms of GPU work together) run while the CPU enqueues
         # the call, so its launch latency is not timed, as in triton.testing.do_bench. Measured
         # on the H100 without the spin: the answer's Python launch path (its wrapper, Triton's
@@ -209,6 +228,7 @@ def time_calls(
         torch.cuda.synchronize()
         check(out)
         wall.append((time.perf_counter() - t0) * 1e3)
+        costs["timed"] += wall[-1] / 1e3
         events.append((start, end))
         return out
 
@@ -223,7 +243,7 @@ def time_calls(
         # Varied calls until the minimum is met and the budget spent, then one exact call per set.
         while call - warmup < max(reps, k) - k or (time.perf_counter() - began < budget_s
                                                     and call - warmup < max_reps - k):
-            out = timed(call, varied_copy(input_sets[call % k], call))
+            out = timed(call, varied(input_sets[call % k], call))
             slot = spots.offer(call) if spots is not None else None
             if slot is not None:
                 entry = (call, held(out))

@@ -268,3 +268,24 @@ def test_cupti_starts_once_per_candidate_process(monkeypatch):
     child_mod._warm_profiler()  # the warm-up
     child_mod._warm_profiler()  # build
     assert started == [1]
+
+
+def test_replay_engine_runs_child_kernels_inside_a_share(relu_task, notes, monkeypatch):
+    """Judge v4: the record (the answer's forward, warm-up and autotuning included) and each replayed
+    trial run kernels in child processes; a neighbour's measurement must not be timed beside them."""
+    replay_judge_mod = importlib.import_module("kernelgym.judge.replay_judge")
+    real = replay_judge_mod.compare_outputs
+
+    def compare(*a, **k):
+        notes.append(("compare", judge_mod.gpu_lock.held()))
+        return real(*a, **k)
+
+    monkeypatch.setattr(replay_judge_mod, "compare_outputs", compare)
+    r = judge(relu_task, relu_answer(), JudgeConfig(engine="replay", device="cpu", timeout_s=60))
+    assert r.status is Status.OK, r.message
+    for step in ("child_record", "child_replay_trial", "compare"):
+        holds = _steps(notes, step)
+        assert holds and all(h for h in holds), f"{step} ran outside the GPU share"
+    assert all(h == 0 for h in _steps(notes, "child_build"))  # the model's __init__: host work
+    # each trial's replay and its comparison share one hold or two, never one with a draw
+    assert not set(_steps(notes, "draw")) & set(_steps(notes, "child_replay_trial"))

@@ -83,3 +83,27 @@ def test_spot_references_carry_the_trials_precision_bound():
     trial = draw_trial(reference, random.Random(3), config, 1, grad=False)
     expected = spot_expected(reference)(trial, 7)
     assert derived_bound(expected) is not None and reference.matmul_like
+
+
+def test_the_measurement_reports_where_its_host_time_went(host_timing):  # noqa: F811
+    session = _Session(_Replayer(), [[torch.randn(64)], [torch.randn(64)]])
+    reply = session.op_replay_time({"warmup": 2, "reps": 30, "flush_bytes": 64, "spot_seed": 5, "spot_size": 6})
+    costs = reply["host_s"]
+    assert set(costs) == {"vary", "prepare", "timed", "hold"} and all(v >= 0 for v in costs.values())
+    assert costs["timed"] >= sum(reply["wall_ms"]) / 1e3 * 0.999  # every timed call's wall time is counted
+
+
+def test_without_a_time_budget_each_kept_output_is_copied_once(host_timing):  # noqa: F811
+    copies = []
+
+    def counting_hold(out):
+        copies.append(1)
+        return hold_on_host(out)
+
+    sets = [[torch.randn(64)], [torch.randn(64)]]
+    session = _Session(_Replayer(), sets)
+    session.helpers = {"hold_on_host": counting_hold}
+    times = session.op_replay_time({"warmup": 2, "reps": 50, "flush_bytes": 64, "spot_seed": 9, "spot_size": 6})
+    outputs = session.op_replay_timed_outputs({})
+    assert [call for call, _, _ in outputs["spots"]] == expected_spots(9, 6, 2, len(times["times_ms"]) - len(sets))
+    assert len(copies) == 6 + len(sets)  # the six kept calls and the last call per set, nothing replaced
