@@ -4,7 +4,8 @@
 #   sanity   three built-in answers judged with --engine replay (full JSON results)
 #   bench    `kernelgym bench service` on the default 40-answer mix, --engine inprocess ("before")
 #            then --engine replay ("after"), same machine, same flags as docs/BENCHMARKS.md; with
-#            BEFORE_TREE=DIR, that tree's replay engine is "before"; BENCH_FLAGS adds flags to both
+#            BEFORE_TREE=DIR, that tree's replay engine is "before"; BENCH_TREES="name:DIR ..." judges each
+#            tree in turn (replay engine); BENCH_FLAGS adds flags to every run
 #   redteam  every exploit, honest, built-in and external answer with --engine replay (JSONL), one shard per GPU
 #            of REDTEAM_GPUS (default: all), JOBS evaluations in flight on each, cut at REDTEAM_LIMIT_S;
 #            REDTEAM_FLAGS adds flags (e.g. --no-exploits, --only RH-14)
@@ -20,6 +21,8 @@ want() { local s; for s in "${stages[@]}"; do [[ $s == "$1" ]] && return 0; done
 limit="${STAGE_LIMIT_S:-220}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$out/gpu.txt"
+# What the host gives us: a CPU quota below nproc makes host-bound phases slow (measure, compile).
+{ echo "nproc $(nproc) | cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo n/a) | $(uptime)"; } | tee -a "$out/gpu.txt"
 rc=0
 if want sanity; then
   for t in relu softmax matmul_square; do
@@ -37,6 +40,7 @@ if want bench; then
   # BEFORE_TREE=DIR: "before" is that tree (e.g. `git archive <commit>` unpacked, untracked so that it
   # travels with the working tree) judged with --engine replay, "after" this tree; else the two engines here.
   runs=("inprocess:." "replay:."); [[ -n ${BEFORE_TREE:-} ]] && runs=("before:$BEFORE_TREE" "after:.")
+  [[ -n ${BENCH_TREES:-} ]] && read -ra runs <<< "$BENCH_TREES"
   for run in "${runs[@]}"; do
     name=${run%%:*} tree=${run#*:} engine=replay; [[ $name == inprocess ]] && engine=inprocess
     (cd "$tree" && PYTHONPATH="$PWD" timeout "$limit" python -m kernelgym.cli bench service --device cuda --no-baseline \

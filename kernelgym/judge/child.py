@@ -151,7 +151,7 @@ class _Session(RecordOps, ReplayOps):
         self.hooks_baseline: tuple = ()
         self.get_task_inputs = None
         with_role(self, input_source=_input_source, ship_outputs=ship_outputs, hold_on_host=hold_on_host,
-                  warm_up=_warm_up)
+                  host_copy=host_copy, warm_up=_warm_up)
         self.get_variant_inputs = None
 
     # -- load: build the input source, import the candidate -------------------------------------
@@ -509,9 +509,13 @@ def hold_on_host(out: object) -> dict:
     """A timed output as the reply will carry it (`ship_outputs`: its layout read on the device),
     its tensors copied to pageable host memory at once: a kernel that forges pointers cannot reach
     it there, and no later call of the answer can repair on the device what it skimped (RH-21)."""
+    return host_copy(ship_outputs(out))
+
+
+def host_copy(shipped: dict) -> dict:
+    """`shipped` (`ship_outputs`) with its tensors copied to fresh pageable host memory."""
     import torch
 
-    shipped = ship_outputs(out)
     if "outputs" in shipped:
         shipped["outputs"] = [torch.Tensor.to(o, "cpu", copy=True) if type(o) is torch.Tensor else o
                               for o in shipped["outputs"]]
@@ -552,7 +556,7 @@ _HARNESS = (
     ("torch._tensor_str", ("_str",)),
     ("kernelgym.judge.provenance", ("marked_copies", "input_storages", "_xor_all", "_byte_view")),
     ("kernelgym.judge.spot", ("SpotReservoir",)),
-    ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "ship_outputs", "hold_on_host",
+    ("kernelgym.judge.child", ("_Session", "_InputSource", "_poison", "ship_outputs", "hold_on_host", "host_copy",
                                "output_type_problems",
                                "_hooks_now", "_type_name")),
     ("time", ("perf_counter",)),

@@ -41,6 +41,21 @@ from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
 MEASURE_PARTS = ("vary", "prepare", "timed", "hold")  # `timing.time_calls`'s host costs, as `measure_*` phases
 
 
+RECORD_PARTS = ("draw", "warm", "calls", "wire")  # the answer's process's record, as `record_*` phases
+
+
+def _add_host_costs(clock: Any, phase: str, costs: Any, parts: tuple[str, ...]) -> None:
+    """A process's own account of where a request's host time went, as `phase_part` phases (a number
+    per known part; anything else in the reply is ignored: the answer's process can forge it, and
+    these phases explain time, they decide nothing)."""
+    if not isinstance(costs, dict):
+        return
+    for part in parts:
+        seconds = costs.get(part)
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds < 1e6:
+            clock.add(f"{phase}_{part}", float(seconds))
+
+
 class _Stop(Exception):
     """The verdict is decided; `result` says it."""
 
@@ -143,6 +158,7 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, cl
     reply = _shared_request(answer, {"op": "record", "warm_seed": rng.getrandbits(62), "seed": rng.getrandbits(62),
                                      "distribution": "task", "variant": variant}, result, clock)
     _check_error(reply, result, "forward: ")
+    _add_host_costs(clock, "record", reply.get("host_s"), RECORD_PARTS)
     trace = _parsed_record(reply, result)
     result.kernels_launched = sorted(set(trace.kernels()) | set(result.kernels_launched))
     if reply.get("calls_differ"):
@@ -338,12 +354,13 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
     with clock("timing"):
         sets = [draw_trial(reference, rng, config, trials_drawn + i, grad=False)
                 for i in range(config.timing_input_sets)]
-        prep = _shared_request(replayer, {"op": "replay_timing_inputs",
+        spot_size = spot_count(output_bytes(sets[0].expected), len(sets), config.max_message_bytes)
+        # The replay allocates host buffers for every output the measurement keeps before it is timed.
+        prep = _shared_request(replayer, {"op": "replay_timing_inputs", "hold_buffers": spot_size + len(sets),
                                           "sets": [(t.seed, t.distribution) for t in sets]}, result, clock)
         _check_error(prep, result, "before timing: ")
         # Secret until this request: the seed of the varied calls whose outputs are kept and checked.
         spot_seed = rng.getrandbits(63)
-        spot_size = spot_count(output_bytes(sets[0].expected), len(sets), config.max_message_bytes)
         with clock.locked(result.device, exclusive=True):
             with clock("measure"):
                 reply = replayer.request({"op": "replay_time", "warmup": config.timing_warmup,
@@ -355,9 +372,7 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
                 with clock("profile"):
                     prof = replayer.request({"op": "replay_profile", "reps": PROFILE_REPS})
         _check_error(reply, result, "during timing: ")
-        for part, seconds in (reply.get("host_s") or {}).items():  # where the measurement's host time went
-            if part in MEASURE_PARTS and isinstance(seconds, (int, float)):
-                clock.add(f"measure_{part}", float(seconds))
+        _add_host_costs(clock, "measure", reply.get("host_s"), MEASURE_PARTS)
         with clock("timed_outputs"), clock.locked(result.device, exclusive=False) as hold:
             outputs = replayer.request({"op": "replay_timed_outputs"}, yield_to=hold)
             # The last timed call per set, and the secret sample of varied calls (kept in the replay

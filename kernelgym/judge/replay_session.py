@@ -10,6 +10,7 @@ code and the answer's kernels rebuilt from checked source.
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 
@@ -26,12 +27,18 @@ class RecordOps:
         variant = bool(msg.get("variant"))
         model = self.variant_model if variant else self.model
         gen = self.get_variant_inputs if variant else self.get_task_inputs
+        costs = {"draw": 0.0, "warm": 0.0, "calls": 0.0, "wire": 0.0}  # host seconds by part, for the phase table
+        clock = time.perf_counter
         try:
+            t = clock()
             warm = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in gen(msg["warm_seed"], "task")]
+            costs["draw"] += clock() - t
+            t = clock()
             with torch.no_grad():
                 model(*warm)  # compiles and autotunes: the recorded call then launches what it settled on
             if self.device != "cpu":
                 torch.cuda.synchronize()
+            costs["warm"] += clock() - t
             # Every input stays alive until both calls are recorded, so no two calls share an address: an
             # answer whose launches depend on where its input lives (a cache keyed on data_ptr) records the
             # same way on every run instead of depending on the allocator's reuse.
@@ -40,23 +47,30 @@ class RecordOps:
             module_globals = vars(module) if module is not None else {}
             traces = []
             for seed in (msg["seed"], msg["seed"] ^ 0x5DEECE66D):  # two calls, same shapes, other values
+                t = clock()
                 inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v
                           for v in gen(seed, msg["distribution"])]
+                costs["draw"] += clock() - t
+                t = clock()
                 rec = recorder.Recorder(inputs, recorder.state_storages(model, module_globals))
                 with torch.no_grad(), rec:
                     out = model(*inputs)
                 if self.device != "cpu":
                     torch.cuda.synchronize()
                 traces.append((rec.finish(out), rec))
+                costs["calls"] += clock() - t
                 alive.append(inputs)
                 del out
             del alive
             (trace, rec), (second, _) = traces
         except BaseException as e:  # noqa: BLE001 - the answer's failure is a verdict
             return self._error(e, phase="forward")
-        return {"trace": trace.to_wire(), "kernels": rec.kernel_specs(),
-                "state": [[buf, data.cpu()] for buf, data in rec.state_bytes.items()],
-                "calls_differ": recorder.first_difference(trace, second)}
+        t = clock()
+        reply = {"trace": trace.to_wire(), "kernels": rec.kernel_specs(),
+                 "state": [[buf, data.cpu()] for buf, data in rec.state_bytes.items()],
+                 "calls_differ": recorder.first_difference(trace, second)}
+        costs["wire"] += clock() - t
+        return reply | {"host_s": costs}
 
 
 class ReplayOps:
@@ -133,6 +147,10 @@ class ReplayOps:
         mutated = [i for i, (a, b) in enumerate(zip(inputs, pristine))
                    if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
         shipped = self.helpers["ship_outputs"](out)
+        if msg.get("slot", "main") == "main":
+            from kernelgym.judge.pinned_hold import output_meta
+
+            self.main_output_meta = output_meta(shipped)  # the layout the timed calls' held outputs take
         if not msg.get("ghost", True):
             return {"inputs_digest": inputs_digest, "mutated_inputs": mutated} | shipped
         # The ghost run: the same call with every kernel launch skipped. Its outputs go back for the parent
@@ -159,10 +177,16 @@ class ReplayOps:
         refused = self._replay_ready()
         if refused:
             return refused
+        from kernelgym.judge.pinned_hold import HoldPool
+
         _, gen = self.replayers["main"]
         generated = [gen(seed, dist) for seed, dist in msg["sets"]]
         self.timing_sets = [[v.to(self.device) if isinstance(v, torch.Tensor) else v for v in s] for s in generated]
-        return {"inputs_digests": [digest(s) for s in generated]}
+        # Host buffers for the outputs the measurement will keep, allocated now, outside the exclusive lock.
+        self.hold_pool = HoldPool(self.helpers["host_copy"])
+        pooled = self.hold_pool.allocate(getattr(self, "main_output_meta", None), int(msg.get("hold_buffers", 0)),
+                                         pin=self.device != "cpu")
+        return {"inputs_digests": [digest(s) for s in generated], "hold_buffers": pooled}
 
     def op_replay_time(self, msg: dict) -> dict:
         from kernelgym.judge.spot import FixedSpots, SpotReservoir
@@ -186,11 +210,17 @@ class ReplayOps:
         try:
             times, wall, self.timed_outputs = time_calls(
                 replayer.run, self.timing_sets, msg["warmup"], msg["reps"], msg["flush_bytes"],
-                msg.get("budget_s", 0.0), hold=self.helpers["hold_on_host"], before_call=replayer.prepare,
+                msg.get("budget_s", 0.0), hold=self._hold, before_call=replayer.prepare,
                 spots=spots, kept=self.spot_outputs, costs=costs)
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="timing")
         return {"times_ms": times, "wall_ms": wall, "host_s": costs}
+
+    def _hold(self, out: Any) -> dict:
+        """A kept timed output on the host: into the buffers allocated with the timing inputs, or a fresh copy."""
+        shipped = self.helpers["ship_outputs"](out)
+        pool = getattr(self, "hold_pool", None)
+        return pool.hold(shipped) if pool is not None else self.helpers["host_copy"](shipped)
 
     def op_replay_timed_outputs(self, msg: dict) -> dict:
         refused = self._replay_ready()
@@ -251,7 +281,7 @@ def _confine_replay(device: str, warm_up: Any) -> dict:
 
 def with_role(session: Any, **helpers: Any) -> None:
     """Initial role state of a session (neither answer nor replay yet), and the child's functions the
-    replay requests use (`input_source`, `ship_outputs`, `hold_on_host`, `warm_up`): handed in, so that
+    replay requests use (`input_source`, `ship_outputs`, `hold_on_host`, `host_copy`, `warm_up`): handed in, so that
     this module does not import the child that imports it."""
     session.helpers = helpers
     session.role = ""

@@ -6,9 +6,10 @@ events (`host_timing`, as in test_spot_checks) and a replayer whose "kernels" ar
 
 from types import SimpleNamespace
 
+import pytest
 import torch
 
-from kernelgym.judge.child import hold_on_host
+from kernelgym.judge.child import host_copy, ship_outputs
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.inputs import varied_copy
 from kernelgym.judge.replay_session import ReplayOps
@@ -38,16 +39,23 @@ class _Replayer:
 class _Session(ReplayOps):
     def __init__(self, replayer, sets):
         self.role, self.replayers, self.timing_sets = "replay", {"main": (replayer, None)}, sets
-        self.helpers = {"hold_on_host": hold_on_host}
+        self.helpers = {"ship_outputs": ship_outputs, "host_copy": host_copy}
         self.code_path = ""
 
 
-def _measure(replayer, seed=11, size=6, reps=30, warmup=2):
+def _measure(replayer, seed=11, size=6, reps=30, warmup=2, pooled=False):
     sets = [[torch.randn(64)], [torch.randn(64)]]
     session = _Session(replayer, sets)
+    if pooled:  # as `replay_timing_inputs` builds it on a GPU, with pageable buffers here
+        from kernelgym.judge.pinned_hold import HoldPool, output_meta
+
+        session.hold_pool = HoldPool(host_copy)
+        assert session.hold_pool.allocate(output_meta(ship_outputs(torch.relu(sets[0][0]))), size + 2, pin=False)
     times = session.op_replay_time({"warmup": warmup, "reps": reps, "flush_bytes": 64, "spot_seed": seed,
                                     "spot_size": size})
     outputs = session.op_replay_timed_outputs({})
+    if pooled:  # every kept output went into a buffer allocated before the measurement
+        assert session.hold_pool.pooled == size + len(sets)
     spots = expected_spots(seed, size, warmup, len(times["times_ms"]) - len(sets))
     trials = [SimpleNamespace(inputs=s, expected=torch.relu(s[0]), distribution="normal") for s in sets]
     verdicts = check_spot_outputs(outputs, spots, trials, lambda t, call: torch.relu(varied_copy(t.inputs, call)[0]),
@@ -55,8 +63,9 @@ def _measure(replayer, seed=11, size=6, reps=30, warmup=2):
     return outputs, spots, verdicts
 
 
-def test_the_replay_keeps_the_secret_sample_and_honest_calls_pass(host_timing):  # noqa: F811
-    outputs, spots, verdicts = _measure(_Replayer())
+@pytest.mark.parametrize("pooled", [False, True])
+def test_the_replay_keeps_the_secret_sample_and_honest_calls_pass(host_timing, pooled):  # noqa: F811
+    outputs, spots, verdicts = _measure(_Replayer(), pooled=pooled)
     assert [call for call, _, _ in outputs["spots"]] == spots and len(spots) == 6
     assert verdicts == []
 
@@ -96,13 +105,13 @@ def test_the_measurement_reports_where_its_host_time_went(host_timing):  # noqa:
 def test_without_a_time_budget_each_kept_output_is_copied_once(host_timing):  # noqa: F811
     copies = []
 
-    def counting_hold(out):
+    def counting_copy(shipped):
         copies.append(1)
-        return hold_on_host(out)
+        return host_copy(shipped)
 
     sets = [[torch.randn(64)], [torch.randn(64)]]
     session = _Session(_Replayer(), sets)
-    session.helpers = {"hold_on_host": counting_hold}
+    session.helpers = {"ship_outputs": ship_outputs, "host_copy": counting_copy}
     times = session.op_replay_time({"warmup": 2, "reps": 50, "flush_bytes": 64, "spot_seed": 9, "spot_size": 6})
     outputs = session.op_replay_timed_outputs({})
     assert [call for call, _, _ in outputs["spots"]] == expected_spots(9, 6, 2, len(times["times_ms"]) - len(sets))
