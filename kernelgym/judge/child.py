@@ -97,18 +97,24 @@ def bind_trusted() -> None:
 _WARMED: set[str] = set()
 
 
-def _warm_up(device: str, profiler: bool = False) -> None:
+def _warm_up(device: str, profiler: bool = False, for_record: bool = True) -> None:
     """A warm-pool process pays its start-up before it is handed out: only trusted work here, and
     nothing that `op_load` snapshots (settings, harness) is taken yet, so it is taken after any
     wait, right before the answer is imported, exactly as in a fresh process. `profiler`: CUPTI's
     start-up too (~4 s on an H100), which only the in-process engine's profile needs: judge v4
     profiles the replay with CUDA events, so warm processes skip it (their start-up was the
-    throughput bound: every evaluation uses two of them)."""
+    throughput bound: every evaluation uses two of them). `for_record`: also what the recorder's
+    first call imports (a warm process does not know yet whether it records or replays)."""
     import gc  # noqa: F401
     import importlib.util  # noqa: F401
     import inspect  # noqa: F401
 
     import torch
+
+    if for_record:
+        # The recorder's first torch call under its dispatch mode imports torch._dynamo (sympy, fx, ...):
+        # 1.0-1.4 s on a 2-core CPU, inside every evaluation's record.
+        import torch._dynamo  # noqa: F401
 
     from kernelgym.judge import errors, inputs, launch_hook  # noqa: F401
     from kernelgym.tasks import task  # noqa: F401
@@ -190,10 +196,10 @@ class _Session(RecordOps, ReplayOps):
         self.harness = _TRUSTED["harness_snapshot"]()
         self.hooks_baseline = _hooks_now()
         threads_before = threading.active_count()
-        if self.device != "cpu":
-            # CUDA's context, Triton's driver and launcher, and CUPTI do not start once confined
-            # (cudaGetDeviceCount fails under the seccomp/landlock layers): start them while trusted.
-            _warm_up(self.device, profiler=engine != "replay")
+        # CUDA's context, Triton's driver and launcher, and CUPTI do not start once confined
+        # (cudaGetDeviceCount fails under the seccomp/landlock layers): start them while trusted.
+        # (On the CPU: the imports only.)
+        _warm_up(self.device, profiler=engine != "replay")
         # The OS confinement (own uid, no network, writes only in the scratch dir), where the machine allows it.
         self.code_path, confinement = confine_candidate(self.code_path, self.device)
         confined = {"confinement": confinement.as_reply()}

@@ -274,7 +274,7 @@ def _confine_replay(device: str, warm_up: Any) -> dict:
 
     switch = os.environ.get(CONFINE_VAR)
     if device != "cpu":
-        warm_up(device)
+        warm_up(device, for_record=False)
     return confine(Path.cwd(), gpu=device != "cpu", enabled=switch == "1",
                    why=f"not a sandboxed candidate ({CONFINE_VAR} unset)" if switch is None else "").as_reply()
 
