@@ -70,10 +70,37 @@ class ForgedPointerError(RuntimeError):
     as invalid answers naming them, so a policy learns the rule instead of being punished as a cheater."""
 
 
+_SSA = r"%[\w.$-]+"
+_PTR_TO_INT_DEF = re.compile(rf"^\s*({_SSA})\s*=\s*\"?tt\.ptr_to_int\b", re.M)
+_ZERO_DEF = re.compile(rf"^\s*({_SSA})\s*=\s*arith\.constant\s+(?:0|dense<0>)\s*:", re.M)
+_NULL_TEST = re.compile(rf"^\s*{_SSA}\s*=\s*arith\.cmpi\s+(?:eq|ne)\s*,\s*({_SSA})\s*,\s*({_SSA})\s*:")
+
+
+def _only_null_tests(ttir: str) -> bool:
+    """Every `tt.ptr_to_int` result is only compared (eq/ne) with a zero constant: Triton's lowering of a
+    pointer's truthiness (`if weight_ptr:`, FlagGems' optional-argument idiom: `cast(ptr, int64) != 0`).
+    Null or not is all it learns, nothing an offset from the pointer could not reach anyway."""
+    zeros = set(_ZERO_DEF.findall(ttir))
+    lines = ttir.splitlines()
+    for name in _PTR_TO_INT_DEF.findall(ttir):
+        use = re.compile(re.escape(name) + r"(?![\w.$-])")
+        for line in lines:
+            if not use.search(line) or _PTR_TO_INT_DEF.match(line):
+                continue
+            test = _NULL_TEST.match(line)
+            operands = set(test.groups()) if test else set()
+            if name not in operands or len(operands) != 2 or not (operands - {name}) <= zeros:
+                return False
+    return True
+
+
 def forged_pointer_ops(ttir: str) -> list[str]:
     """The constructs in Triton IR (TTIR or TTGIR text) by which a kernel reaches memory other than
-    through its pointer arguments, each once, in `FORGED_POINTER_OPS` order then the nested pointer."""
+    through its pointer arguments, each once, in `FORGED_POINTER_OPS` order then the nested pointer.
+    A `tt.ptr_to_int` whose results are only tested against zero (a pointer's truthiness) is not one."""
     found = set(_OP_LINE.findall(ttir))
+    if "tt.ptr_to_int" in found and _only_null_tests(ttir):
+        found.discard("tt.ptr_to_int")
     ops = [op for op in FORGED_POINTER_OPS if op in found]
     if _NESTED_POINTER.search(ttir):
         ops.append("!tt.ptr<!tt.ptr<...>>")

@@ -269,3 +269,42 @@ def test_data_ptr_is_outside_the_contract_wherever_it_is_read():
                  "    def forward(self, x):\n        f = x.data_ptr\n        return f()\n"):
         report = analyse(head + body)
         assert any("data_ptr" in v and "outside the answer contract" in v for v in report.violations), report
+
+
+# FlagGems' optional-argument idiom `if weight_pointer:` as Triton lowers a pointer's truthiness
+# (`cast(ptr, int64) != 0`): refused as a forged pointer on the H100, an honest kernel.
+NULL_TEST_TTIR = """\
+  tt.func public @bn(%x_ptr: !tt.ptr<f32>, %weight_pointer: !tt.ptr<f32>, %out_ptr: !tt.ptr<f32>) {
+    %c0_i64 = arith.constant 0 : i64 loc(#loc1)
+    %0 = tt.ptr_to_int %weight_pointer : !tt.ptr<f32> -> i64 loc(#loc2)
+    %1 = arith.cmpi ne, %0, %c0_i64 : i64 loc(#loc2)
+    %10 = tt.ptr_to_int %x_ptr : !tt.ptr<f32> -> i64 loc(#loc3)
+    %11 = arith.cmpi eq, %c0_i64, %10 : i64 loc(#loc3)
+    %2 = scf.if %1 -> (f32) {
+      %3 = tt.load %weight_pointer : !tt.ptr<f32> loc(#loc4)
+      scf.yield %3 : f32 loc(#loc4)
+    } else {
+      %cst = arith.constant 1.000000e+00 : f32 loc(#loc5)
+      scf.yield %cst : f32 loc(#loc5)
+    } loc(#loc6)
+    tt.return loc(#loc)
+  } loc(#loc)
+"""
+
+
+def test_a_pointer_tested_against_null_is_not_forged():
+    assert forged_pointer_ops(NULL_TEST_TTIR) == []
+
+
+@pytest.mark.parametrize("use", [
+    "    %9 = tt.addptr %out_ptr, %0 : !tt.ptr<f32>, i64 loc(#loc7)",  # the address as an offset
+    "    %9 = arith.cmpi ne, %0, %c5_i64 : i64 loc(#loc7)",  # compared with something other than zero
+    "    tt.store %log_ptr, %0 : !tt.ptr<i64> loc(#loc7)",  # the address stored
+    "    %9 = arith.addi %0, %c0_i64 : i64 loc(#loc7)",  # arithmetic on the address
+    "    %9 = arith.cmpi ne, %0, %0 : i64 loc(#loc7)",
+    # a second cast, used as an offset (the first one's null test does not clear it)
+    "    %0_1 = tt.ptr_to_int %out_ptr : !tt.ptr<f32> -> i64\n    %9 = tt.addptr %x_ptr, %0_1 : !tt.ptr<f32>, i64",
+])
+def test_any_other_use_of_a_pointer_as_an_integer_is_forged(use):
+    ttir = NULL_TEST_TTIR.replace("    tt.return", use + "\n    %c5_i64 = arith.constant 5 : i64\n    tt.return")
+    assert forged_pointer_ops(ttir) == ["tt.ptr_to_int"]
