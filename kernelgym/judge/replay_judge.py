@@ -352,12 +352,14 @@ def _ghost_passes(reply: dict[str, Any], expected: Any, sequence: Any, scaled: b
 def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: Reference, rng: random.Random,
                       config: JudgeConfig, result: EvalResult, clock: Any, allow_torch: bool) -> None:
     with clock("timing"):
-        sets = [draw_trial(reference, rng, config, trials_drawn + i, grad=False)
-                for i in range(config.timing_input_sets)]
+        with clock("timing_draw"):  # the parent's inputs and expected outputs of the timing sets
+            sets = [draw_trial(reference, rng, config, trials_drawn + i, grad=False)
+                    for i in range(config.timing_input_sets)]
         spot_size = spot_count(output_bytes(sets[0].expected), len(sets), config.max_message_bytes)
         # The replay allocates host buffers for every output the measurement keeps before it is timed.
-        prep = _shared_request(replayer, {"op": "replay_timing_inputs", "hold_buffers": spot_size + len(sets),
-                                          "sets": [(t.seed, t.distribution) for t in sets]}, result, clock)
+        with clock("timing_inputs"):
+            prep = _shared_request(replayer, {"op": "replay_timing_inputs", "hold_buffers": spot_size + len(sets),
+                                              "sets": [(t.seed, t.distribution) for t in sets]}, result, clock)
         _check_error(prep, result, "before timing: ")
         # Secret until this request: the seed of the varied calls whose outputs are kept and checked.
         spot_seed = rng.getrandbits(63)
