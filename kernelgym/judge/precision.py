@@ -25,7 +25,9 @@ that compares a trial's `expected` with `compare_outputs` applies it without plu
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -73,6 +75,29 @@ def float64_model(model: torch.nn.Module) -> torch.nn.Module | None:
         return copy.deepcopy(model).double()
     except Exception:  # a model that cannot be copied keeps the flat tolerance
         return None
+
+
+# Operators whose effect torch's copies can reproduce (views, strided copies, dtype copies, joins): a
+# forward made of these alone is a layout task, where preparing the inputs with torch IS the work.
+LAYOUT_OPS = frozenset({
+    "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "contiguous", "clone", "copy_",
+    "_to_copy", "to", "as_strided", "select", "slice", "narrow", "squeeze", "unsqueeze", "alias", "detach",
+    "lift_fresh", "lift_fresh_copy", "empty", "empty_like", "empty_strided", "new_empty", "resize_", "cat", "stack",
+    "split", "split_with_sizes", "chunk", "unbind", "unfold", "flatten", "unflatten", "movedim", "view_as", "expand_as",
+    "repeat", "tile", "fill_", "zero_", "zeros", "zeros_like", "ones_like", "full", "full_like", "_reshape_alias"})
+
+
+def is_layout_only(op_names: set[str]) -> bool:
+    """Whether a forward that ran these aten ops (base names) only moves data (`LAYOUT_OPS`)."""
+    return bool(op_names) and op_names <= LAYOUT_OPS
+
+
+@contextlib.contextmanager
+def op_names_of() -> Iterator[set[str]]:
+    """The base names of the aten ops run inside the block (filled as they run)."""
+    ops = _OpNames()
+    with ops:
+        yield ops.names
 
 
 def attach_bounds(model64: torch.nn.Module | None, inputs: list[Any], expected: Any) -> bool | None:

@@ -29,10 +29,11 @@ from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.inputs import base_distribution
 from kernelgym.judge.messages import build_message, inputs_source, load_message
+from kernelgym.judge.precision import is_layout_only
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Profile, KernelTime, RuntimeStats, Status, TrialResult
-from kernelgym.judge.runtime_checks import (PROFILE_REPS, check_spot_outputs, check_timed_outputs, output_bytes,
-                                             spot_expected)
+from kernelgym.judge.runtime_checks import (PROFILE_REPS, check_spot_outputs, check_timed_outputs, kernel_share,
+                                             output_bytes, spot_expected)
 from kernelgym.judge.spot import expected_spots, spot_count
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
@@ -393,11 +394,14 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
         total = sum(k.device_us for k in table)
         own = sum(k.device_us for k in table if k.own)
         result.profile = Profile(kernels=table[:20], total_device_us=total, triton_share=own / total if total else 0.0)
-        if not allow_torch and total and result.profile.triton_share <= config.min_triton_share:
+        # (Which ops the task runs is unknown when its forward failed to record: then everything weighs.)
+        share = kernel_share(prof["rows"], layout_task=not reference.op_names or is_layout_only(reference.op_names))
+        if not allow_torch and total and share <= config.min_triton_share:
             # Measured per replayed entry, no names involved: the answer's kernels did the lesser part.
             result.correct = False
-            result.cheats.append(CheatVerdict("RH-03", f"{1 - result.profile.triton_share:.0%} of the replayed device "
-                                              "time is torch's copies and fills, not the answer's kernels", "runtime"))
+            result.cheats.append(CheatVerdict("RH-03", f"{1 - share:.0%} of the replayed device time (input "
+                                              "preparation aside) is torch's copies and fills, not the answer's "
+                                              "kernels", "runtime"))
             _set(result, Status.CHEAT, f"rejected by threat rule RH-03: {result.cheats[-1].reason}")
             replayer.close()
             return
