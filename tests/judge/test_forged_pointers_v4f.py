@@ -63,7 +63,6 @@ _GAP = ("v4f gap: null tests of an offset pointer are accepted; the matching can
         "constant of the same function)")
 
 
-@pytest.mark.xfail(strict=True, reason=_GAP)
 @pytest.mark.parametrize("ttir", [LEAK_TTIR, IF_OFFSET_TTIR], ids=["window_search", "if_offset_pointer"])
 def test_null_tests_of_offset_pointers_are_forged(ttir):
     assert forged_pointer_ops(ttir) == ["tt.ptr_to_int"]
@@ -90,7 +89,6 @@ def test_the_flaggems_null_test_on_an_argument_stays_accepted():
     assert forged_pointer_ops(NULL_TEST_TTIR) == []
 
 
-@pytest.mark.xfail(strict=True, reason=_GAP)
 def test_address_search_built_here_is_forged():
     ttir = _ttir(_leak_window, {"x_ptr": "*fp32", "out_ptr": "*i64", "base": "i64", "BLOCK": "constexpr"},
                  {"BLOCK": 64})
@@ -98,7 +96,6 @@ def test_address_search_built_here_is_forged():
     assert forged_pointer_ops(ttir) == ["tt.ptr_to_int"]
 
 
-@pytest.mark.xfail(strict=True, reason=_GAP)
 def test_truthiness_of_an_offset_pointer_built_here_is_forged():
     ttir = _ttir(_if_offset_pointer, {"x_ptr": "*fp32", "out_ptr": "*i32", "k": "i64"}, {})
     assert "tt.addptr %x_ptr" in ttir
@@ -126,6 +123,5 @@ module {
 """
 
 
-@pytest.mark.xfail(strict=True, reason="v4f: zero constants are matched by name over the whole module")
 def test_a_zero_of_another_function_is_not_this_functions_zero():
     assert forged_pointer_ops(CROSS_FUNCTION_ZERO) == ["tt.ptr_to_int"]
