@@ -71,26 +71,53 @@ class ForgedPointerError(RuntimeError):
 
 
 _SSA = r"%[\w.$-]+"
-_PTR_TO_INT_DEF = re.compile(rf"^\s*({_SSA})\s*=\s*\"?tt\.ptr_to_int\b", re.M)
-_ZERO_DEF = re.compile(rf"^\s*({_SSA})\s*=\s*arith\.constant\s+(?:0|dense<0>)\s*:", re.M)
-_NULL_TEST = re.compile(rf"^\s*{_SSA}\s*=\s*arith\.cmpi\s+(?:eq|ne)\s*,\s*({_SSA})\s*,\s*({_SSA})\s*:")
+_FUNC = re.compile(r"^\s*tt\.func\s+(public\s+|private\s+)?@[\w.$-]+\((.*)$")
+_ARG = re.compile(rf"({_SSA})\s*:")
+_ARG_NULL_CAST = re.compile(rf"^\s*({_SSA})\s*=\s*tt\.ptr_to_int\s+({_SSA})\s*:\s*!tt\.ptr<[^<>]*>\s*->\s*i64\b")
+_ANY_CAST = re.compile(r"\btt\.ptr_to_int\b")
+_ZERO_I64 = re.compile(rf"^\s*({_SSA})\s*=\s*arith\.constant\s+0\s*:\s*i64\b")
+_NULL_TEST = re.compile(rf"^\s*{_SSA}\s*=\s*arith\.cmpi\s+(?:eq|ne)\s*,\s*({_SSA})\s*,\s*({_SSA})\s*:\s*i64\b")
+
+
+def _functions(ttir: str) -> list[tuple[bool, set[str], list[str]]]:
+    """(public, argument names, body lines) of each `tt.func` in the module; SSA names are per function."""
+    funcs: list[tuple[bool, set[str], list[str]]] = []
+    for line in ttir.splitlines():
+        head = _FUNC.match(line)
+        if head:
+            funcs.append((head.group(1) is not None and head.group(1).strip() == "public",
+                          set(_ARG.findall(head.group(2))), []))
+        elif funcs:
+            funcs[-1][2].append(line)
+    return funcs
 
 
 def _only_null_tests(ttir: str) -> bool:
-    """Every `tt.ptr_to_int` result is only compared (eq/ne) with a zero constant: Triton's lowering of a
-    pointer's truthiness (`if weight_ptr:`, FlagGems' optional-argument idiom: `cast(ptr, int64) != 0`).
-    Null or not is all it learns, nothing an offset from the pointer could not reach anyway."""
-    zeros = set(_ZERO_DEF.findall(ttir))
-    lines = ttir.splitlines()
-    for name in _PTR_TO_INT_DEF.findall(ttir):
-        use = re.compile(re.escape(name) + r"(?![\w.$-])")
-        for line in lines:
-            if not use.search(line) or _PTR_TO_INT_DEF.match(line):
+    """Every `tt.ptr_to_int` is Triton's lowering of a kernel argument's truthiness (`if weight_ptr:`,
+    FlagGems' optional-argument idiom): a scalar pointer argument of the public kernel cast to i64 and
+    only compared (eq/ne) with a zero i64 constant of the same function. Null or not is all that learns.
+    Any other operand can be an offset pointer, `x_ptr - k`, whose null test is an equality test of the
+    address: a search over candidate offsets finds it (red-team v4f); so can a helper's argument."""
+    funcs = _functions(ttir)
+    if not funcs:
+        return False
+    for public, args, body in funcs:
+        zeros = {m.group(1) for m in map(_ZERO_I64.match, body) if m}
+        for line in body:
+            if not _ANY_CAST.search(line):
                 continue
-            test = _NULL_TEST.match(line)
-            operands = set(test.groups()) if test else set()
-            if name not in operands or len(operands) != 2 or not (operands - {name}) <= zeros:
+            cast = _ARG_NULL_CAST.match(line)
+            if not (public and cast and cast.group(2) in args):
                 return False
+            name = cast.group(1)
+            use = re.compile(re.escape(name) + r"(?![\w.$-])")
+            for other in body:
+                if other is line or not use.search(other):
+                    continue
+                test = _NULL_TEST.match(other)
+                operands = set(test.groups()) if test else set()
+                if name not in operands or len(operands) != 2 or not (operands - {name}) <= zeros:
+                    return False
     return True
 
 

@@ -201,8 +201,8 @@ def test_the_replay_refuses_forged_pointers_in_the_compiled_ir(op, words):
     # where the answer's Python does); the interpreter returns no compiled kernel, so nothing is read there.
     r = Replayer.__new__(Replayer)
     r._ir_checked = {}
-    with pytest.raises(ReplayError, match=words):
-        r._check_ir("k", _Compiled(f"    %3 = {op} %2 : i64\n"))
+    with pytest.raises(ReplayError, match=words):  # (the result used: an unused cast forges nothing)
+        r._check_ir("k", _Compiled(f"    %3 = {op} %2 : i64\n    %4 = tt.addptr %1, %3 : !tt.ptr<f32>, i64\n"))
     clean = _Compiled("    %3 = tt.load %2 : !tt.ptr<f32>\n")
     r._check_ir("k", clean)
     assert r._ir_checked == {id(clean): clean}  # by compiled kernel: another specialisation of k is read too

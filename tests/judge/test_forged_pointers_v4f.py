@@ -1,0 +1,127 @@
+"""Red-team round v4f against the null-test exemption of `launch_hook.forged_pointer_ops`: a `tt.ptr_to_int`
+whose result is only compared (eq/ne) with zero is accepted whatever pointer it casts. Its operand may be
+`ptr - cand` for a tensor of candidate offsets, so each null test is an equality test of the address, and
+`tl.where(hit, 0, cand)` puts the matching candidate (the address / element size) into arithmetic: the
+address leak the ptr_to_int refusal was for, by search (a 2^38-candidate sweep covers a 47-bit space at
+512-byte alignment). The TTIR is Triton 3.9's own, built for sm_90 on this CPU-only machine."""
+
+import pytest
+import triton.language as tl
+
+from kernelgym.judge.launch_hook import forged_pointer_ops
+from tests.judge.test_forged_pointers import NULL_TEST_TTIR, _make_ttir
+
+# Printed by Triton 3.9's make_ttir for sm_90 on this CPU-only machine (TRITON_INTERPRET=0) from
+# `_leak_window` below; locations dropped. The live builds further down skip under the interpreter.
+LEAK_TTIR = """\
+module {
+  tt.func public @_leak(%x_ptr: !tt.ptr<f32>, %out_ptr: !tt.ptr<f32>, %base: i64) attributes {noinline = false} {
+    %cst = arith.constant dense<0> : tensor<64xi64>
+    %cand = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %cand_0 = arith.extsi %cand : tensor<64xi32> to tensor<64xi64>
+    %cand_1 = tt.splat %base : i64 -> tensor<64xi64>
+    %cand_2 = arith.addi %cand_1, %cand_0 : tensor<64xi64>
+    %hit = tt.splat %x_ptr : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %hit_3 = arith.subi %cst, %cand_2 : tensor<64xi64>
+    %hit_4 = tt.addptr %hit, %hit_3 : tensor<64x!tt.ptr<f32>>, tensor<64xi64>
+    %hit_5 = tt.ptr_to_int %hit_4 : tensor<64x!tt.ptr<f32>> -> tensor<64xi64>
+    %hit_6 = arith.cmpi ne, %hit_5, %cst : tensor<64xi64>
+    %found = arith.select %hit_6, %cst, %cand_2 : tensor<64xi1>, tensor<64xi64>
+    %found_7 = tt.reshape %found allow_reorder : tensor<64xi64> -> tensor<64xi64>
+    %found_8 = "tt.reduce"(%found_7) <{axis = 0 : i32}> ({
+    ^bb0(%found_9: i64, %found_10: i64):
+      %found_11 = arith.addi %found_9, %found_10 : i64
+      tt.reduce.return %found_11 : i64
+    }) : (tensor<64xi64>) -> i64
+    %0 = arith.sitofp %found_8 : i64 to f32
+    tt.store %out_ptr, %0 : !tt.ptr<f32>
+    tt.return
+  }
+}
+"""
+
+# The same for `if x_ptr - k:` (`_if_offset_pointer`).
+IF_OFFSET_TTIR = """\
+module {
+  tt.func public @_ifptr(%x_ptr: !tt.ptr<f32>, %out_ptr: !tt.ptr<f32>, %k: i64) attributes {noinline = false} {
+    %cst = arith.constant 1.000000e+00 : f32
+    %c0_i64 = arith.constant 0 : i64
+    %0 = arith.subi %c0_i64, %k : i64
+    %1 = tt.addptr %x_ptr, %0 : !tt.ptr<f32>, i64
+    %2 = tt.ptr_to_int %1 : !tt.ptr<f32> -> i64
+    %3 = arith.cmpi ne, %2, %c0_i64 : i64
+    scf.if %3 {
+      tt.store %out_ptr, %cst : !tt.ptr<f32>
+    }
+    tt.return
+  }
+}
+"""
+
+_GAP = ("v4f gap: null tests of an offset pointer are accepted; the matching candidate is the address as an "
+        "integer (fix: accept tt.ptr_to_int only of a tt.func public argument, scalar, compared with a zero "
+        "constant of the same function)")
+
+
+@pytest.mark.parametrize("ttir", [LEAK_TTIR, IF_OFFSET_TTIR], ids=["window_search", "if_offset_pointer"])
+def test_null_tests_of_offset_pointers_are_forged(ttir):
+    assert forged_pointer_ops(ttir) == ["tt.ptr_to_int"]
+
+
+def _leak_window(x_ptr, out_ptr, base, BLOCK: tl.constexpr):
+    cand = base + tl.arange(0, BLOCK).to(tl.int64)
+    hit = (x_ptr - cand).to(tl.int1)  # ptr_to_int(x - cand) != 0: an equality test per candidate
+    tl.store(out_ptr, tl.sum(tl.where(hit, 0, cand)))  # the address / 4 when it is in the window
+
+
+def _if_offset_pointer(x_ptr, out_ptr, k):
+    if x_ptr - k:  # `if ptr:` on an offset pointer: true unless address == 4 * k
+        tl.store(out_ptr, 1)
+
+
+def _ttir(fn, sig: dict, constexprs: dict) -> str:
+    from triton.runtime.jit import JITFunction  # the compiler's, whatever TRITON_INTERPRET says
+
+    return _make_ttir(JITFunction(fn), sig, constexprs)
+
+
+def test_the_flaggems_null_test_on_an_argument_stays_accepted():
+    assert forged_pointer_ops(NULL_TEST_TTIR) == []
+
+
+def test_address_search_built_here_is_forged():
+    ttir = _ttir(_leak_window, {"x_ptr": "*fp32", "out_ptr": "*i64", "base": "i64", "BLOCK": "constexpr"},
+                 {"BLOCK": 64})
+    assert "tt.ptr_to_int %hit_4" in ttir  # the cast of the offset pointers, not of an argument
+    assert forged_pointer_ops(ttir) == ["tt.ptr_to_int"]
+
+
+def test_truthiness_of_an_offset_pointer_built_here_is_forged():
+    ttir = _ttir(_if_offset_pointer, {"x_ptr": "*fp32", "out_ptr": "*i32", "k": "i64"}, {})
+    assert "tt.addptr %x_ptr" in ttir
+    assert forged_pointer_ops(ttir) == ["tt.ptr_to_int"]
+
+
+# Hand-written (Triton 3.9 names SSA values after Python variables): the zero constants are collected
+# over the whole module, so a `%cst` that is zero in a noinline helper makes the kernel's own, non-zero
+# `%cst` count as zero. With `cmpi eq, addr, %cst` this is an equality test with any constant: no more than
+# the offset search above, but it shows the scoping the fix must respect (SSA names are per function).
+CROSS_FUNCTION_ZERO = """\
+module {
+  tt.func private @helper(%p: !tt.ptr<i64>) attributes {noinline = true} {
+    %cst = arith.constant dense<0> : tensor<64xi64>
+    tt.return
+  }
+  tt.func public @k(%x_ptr: !tt.ptr<f32>, %out_ptr: !tt.ptr<i64>) attributes {noinline = false} {
+    %cst = arith.constant dense<139637976727552> : tensor<64xi64>
+    %0 = tt.splat %x_ptr : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %1 = tt.ptr_to_int %0 : tensor<64x!tt.ptr<f32>> -> tensor<64xi64>
+    %2 = arith.cmpi eq, %1, %cst : tensor<64xi64>
+    tt.return
+  }
+}
+"""
+
+
+def test_a_zero_of_another_function_is_not_this_functions_zero():
+    assert forged_pointer_ops(CROSS_FUNCTION_ZERO) == ["tt.ptr_to_int"]
