@@ -156,8 +156,7 @@ class _Session(RecordOps, ReplayOps):
         self.harness: dict[str, tuple[int, int]] = {}
         self.hooks_baseline: tuple = ()
         self.get_task_inputs = None
-        with_role(self, input_source=_input_source, ship_outputs=ship_outputs, hold_on_host=hold_on_host,
-                  host_copy=host_copy, warm_up=_warm_up)
+        with_role(self, input_source=_input_source, ship_outputs=ship_outputs, host_copy=host_copy, warm_up=_warm_up)
         self.get_variant_inputs = None
 
     # -- load: build the input source, import the candidate -------------------------------------

@@ -184,7 +184,7 @@ class ReplayOps:
         self.timing_sets = [[v.to(self.device) if isinstance(v, torch.Tensor) else v for v in s] for s in generated]
         # Host buffers for the outputs the measurement will keep, allocated now, outside the exclusive lock.
         self.hold_pool = HoldPool(self.helpers["host_copy"])
-        pooled = self.hold_pool.allocate(getattr(self, "main_output_meta", None), int(msg.get("hold_buffers", 0)),
+        pooled = self.hold_pool.allocate(self.main_output_meta, int(msg.get("hold_buffers", 0)),
                                          pin=self.device != "cpu")
         return {"inputs_digests": [digest(s) for s in generated], "hold_buffers": pooled}
 
@@ -219,8 +219,7 @@ class ReplayOps:
     def _hold(self, out: Any) -> dict:
         """A kept timed output on the host: into the buffers allocated with the timing inputs, or a fresh copy."""
         shipped = self.helpers["ship_outputs"](out)
-        pool = getattr(self, "hold_pool", None)
-        return pool.hold(shipped) if pool is not None else self.helpers["host_copy"](shipped)
+        return self.hold_pool.hold(shipped) if self.hold_pool is not None else self.helpers["host_copy"](shipped)
 
     def op_replay_timed_outputs(self, msg: dict) -> dict:
         refused = self._replay_ready()
@@ -281,10 +280,12 @@ def _confine_replay(device: str, warm_up: Any) -> dict:
 
 def with_role(session: Any, **helpers: Any) -> None:
     """Initial role state of a session (neither answer nor replay yet), and the child's functions the
-    replay requests use (`input_source`, `ship_outputs`, `hold_on_host`, `host_copy`, `warm_up`): handed in, so that
+    replay requests use (`input_source`, `ship_outputs`, `host_copy`, `warm_up`): handed in, so that
     this module does not import the child that imports it."""
     session.helpers = helpers
     session.role = ""
+    session.main_output_meta = None  # the main slot's output layout, from its last trial (`pinned_hold`)
+    session.hold_pool = None  # host buffers for the measurement's kept outputs, made with the timing inputs
     session.engine = ""
     session.replayers = {}
     session.confinement = {}

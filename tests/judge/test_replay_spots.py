@@ -41,6 +41,7 @@ class _Session(ReplayOps):
         self.role, self.replayers, self.timing_sets = "replay", {"main": (replayer, None)}, sets
         self.helpers = {"ship_outputs": ship_outputs, "host_copy": host_copy}
         self.code_path = ""
+        self.hold_pool = None
 
 
 def _measure(replayer, seed=11, size=6, reps=30, warmup=2, pooled=False):
