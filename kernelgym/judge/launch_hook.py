@@ -71,7 +71,10 @@ class ForgedPointerError(RuntimeError):
 
 
 _SSA = r"%[\w.$-]+"
-_FUNC = re.compile(r"^\s*tt\.func\s+(public\s+|private\s+)?@[\w.$-]+\((.*)$")
+# A function header: its symbol bare or quoted (Triton mangles a noinline helper's constexpr arguments into
+# its name, and a string with a space makes MLIR quote it: red-team v4f).
+_FUNC = re.compile(r'^\s*tt\.func\s+(public\s+|private\s+|nested\s+)?@(?:[\w.$-]+|"(?:[^"\\]|\\.)*")\((.*)$')
+_FUNC_WORD = re.compile(r"\btt\.func\b")
 _ARG = re.compile(rf"({_SSA})\s*:")
 _ARG_NULL_CAST = re.compile(rf"^\s*({_SSA})\s*=\s*tt\.ptr_to_int\s+({_SSA})\s*:\s*!tt\.ptr<[^<>]*>\s*->\s*i64\b")
 _ANY_CAST = re.compile(r"\btt\.ptr_to_int\b")
@@ -84,6 +87,8 @@ def _functions(ttir: str) -> list[tuple[bool, set[str], list[str]]]:
     funcs: list[tuple[bool, set[str], list[str]]] = []
     for line in ttir.splitlines():
         head = _FUNC.match(line)
+        if _FUNC_WORD.search(line) and not head:
+            return []  # a header this reading does not understand: no exemption (callers refuse)
         if head:
             funcs.append((head.group(1) is not None and head.group(1).strip() == "public",
                           set(_ARG.findall(head.group(2))), []))

@@ -6,6 +6,7 @@ address leak the ptr_to_int refusal was for, by search (a 2^38-candidate sweep c
 512-byte alignment). The TTIR is Triton 3.9's own, built for sm_90 on this CPU-only machine."""
 
 import pytest
+import triton
 import triton.language as tl
 
 from kernelgym.judge.launch_hook import forged_pointer_ops
@@ -125,3 +126,112 @@ module {
 
 def test_a_zero_of_another_function_is_not_this_functions_zero():
     assert forged_pointer_ops(CROSS_FUNCTION_ZERO) == ["tt.ptr_to_int"]
+
+
+# An honest answer (/tmp/kg/v4f/honest_batch_norm_noinline_null_test.py in round v4f: the data answer of
+# batch_norm_inference with weight and bias read by a @triton.jit(noinline=True) helper that tests `if ptr:`),
+# its TTIR built here for sm_90, trimmed to the lines that matter. The helper stays a tt.func of its own
+# whose SSA names repeat the kernel's: the kernel's `%0` (an addptr, then splat) reads as a use of the
+# helper's ptr_to_int `%0`, so FlagGems' idiom is refused once it sits in a noinline function (ok on the CPU).
+# Since 349ab7e it is refused by rule (a helper's argument is not the kernel's).
+NOINLINE_NULL_TEST_TTIR = """\
+module {
+  tt.func public @batch_norm_inference_kernel(%x_ptr: !tt.ptr<f32>, %w_ptr: !tt.ptr<f32>, %out_ptr: !tt.ptr<f32>, %c: i32, %base_10: i64) attributes {noinline = false} {
+    %w = tt.call @optional_affine__Pfp32_i32_c1.0(%w_ptr, %c) : (!tt.ptr<f32>, i32) -> f32
+    %0 = tt.addptr %out_ptr, %base_10 : !tt.ptr<f32>, i64
+    %1 = tt.splat %0 : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    tt.return
+  }
+  tt.func private @optional_affine__Pfp32_i32_c1.0(%ptr: !tt.ptr<f32>, %c: i32) -> f32 attributes {noinline = true} {
+    %c0_i64 = arith.constant 0 : i64
+    %cst = arith.constant 1.000000e+00 : f32
+    %0 = tt.ptr_to_int %ptr : !tt.ptr<f32> -> i64
+    %1 = arith.cmpi ne, %0, %c0_i64 : i64
+    %2 = scf.if %1 -> (f32) {
+      %v = tt.addptr %ptr, %c : !tt.ptr<f32>, i32
+      %v_0 = tt.load %v : !tt.ptr<f32>
+      scf.yield %v_0 : f32
+    } else {
+      scf.yield %cst : f32
+    }
+    tt.return %2 : f32
+  }
+}
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="v4f false flag: a noinline helper's `if ptr:` is refused (before 349ab7e by SSA names "
+                   "looked up across functions; since, because a helper's argument may be an offset pointer). "
+                   "Accepting it needs every tt.call of the helper to pass a public kernel argument there")
+def test_a_null_test_in_a_noinline_helper_is_not_forged():
+    assert forged_pointer_ops(NOINLINE_NULL_TEST_TTIR) == []
+
+
+# Against the fix (349ab7e): function headers are found by `_FUNC`, whose symbol pattern `@[\w.$-]+` misses a
+# quoted symbol. Triton mangles a noinline helper's constexpr arguments into its name, so a string constexpr
+# with a space ("a b") makes MLIR print `@"..."`: the helper's header is not seen, its lines join the public
+# kernel's body, and its argument `%x_ptr` (the caller's `x_ptr - (base + i)`) reads as the kernel's own
+# `%x_ptr`. Its null test is an equality test of the address again; the loop sums the matching candidate.
+# Triton 3.9's TTIR for sm_90, built here (TRITON_INTERPRET=0) from `_leak_through_quoted_helper`; locations dropped.
+QUOTED_HELPER_TTIR = """\
+module {
+  tt.func public @_leak(%x_ptr: !tt.ptr<f32>, %out_ptr: !tt.ptr<i64>, %base: i64) attributes {noinline = false} {
+    %c0_i64 = arith.constant 0 : i64
+    %c0_i32 = arith.constant 0 : i32
+    %c64_i32 = arith.constant 64 : i32
+    %c1_i32 = arith.constant 1 : i32
+    %found = scf.for %i = %c0_i32 to %c64_i32 step %c1_i32 iter_args(%found_0 = %c0_i64) -> (i64)  : i32 {
+      %found_1 = arith.extsi %i : i32 to i64
+      %found_2 = arith.addi %base, %found_1 : i64
+      %found_3 = arith.subi %c0_i64, %found_2 : i64
+      %found_4 = tt.addptr %x_ptr, %found_3 : !tt.ptr<f32>, i64
+      %found_5 = tt.call @"__main__.is_not__Pfp32_c_sq_a b_sq_"(%found_4) : (!tt.ptr<f32>) -> i32
+      %found_6 = arith.extsi %found_5 : i32 to i64
+      %found_7 = arith.muli %found_6, %found_2 : i64
+      %found_8 = arith.addi %found_0, %found_7 : i64
+      scf.yield %found_8 : i64
+    }
+    tt.store %out_ptr, %found : !tt.ptr<i64>
+    tt.return
+  }
+  tt.func private @"__main__.is_not__Pfp32_c_sq_a b_sq_"(%x_ptr: !tt.ptr<f32>) -> i32 attributes {noinline = true} {
+    %c0_i64 = arith.constant 0 : i64
+    %0 = tt.ptr_to_int %x_ptr : !tt.ptr<f32> -> i64
+    %1 = arith.cmpi eq, %0, %c0_i64 : i64
+    %2 = arith.extui %1 : i1 to i32
+    tt.return %2 : i32
+  }
+}
+"""
+
+
+@triton.jit(noinline=True)
+def _is_null(x_ptr, tag: tl.constexpr):
+    hit = 1
+    if x_ptr:  # the helper's argument: the caller's offset pointer
+        hit = 0
+    return hit
+
+
+def _leak_through_quoted_helper(x_ptr, out_ptr, base, N: tl.constexpr):
+    found = base * 0
+    for i in range(N):
+        found += _is_null(x_ptr - (base + i), "a b") * (base + i)  # "a b": a quoted symbol
+    tl.store(out_ptr, found)
+
+
+
+def test_a_helper_with_a_quoted_name_is_a_function_of_its_own():
+    assert forged_pointer_ops(QUOTED_HELPER_TTIR) == ["tt.ptr_to_int"]
+
+
+def test_a_helper_with_a_quoted_name_built_here_is_forged():
+    ttir = _ttir(_leak_through_quoted_helper, {"x_ptr": "*fp32", "out_ptr": "*i64", "base": "i64", "N": "constexpr"},
+                 {"N": 64})
+    assert 'tt.func private @"' in ttir
+    assert forged_pointer_ops(ttir) == ["tt.ptr_to_int"]
+
+
+def test_a_function_header_that_does_not_parse_gets_no_exemption():
+    unknown = NULL_TEST_TTIR.replace("tt.func public @bn(", "tt.func public @bn <{weird}> (")
+    assert forged_pointer_ops(unknown) == ["tt.ptr_to_int"]
