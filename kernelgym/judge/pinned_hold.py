@@ -8,6 +8,12 @@ answer's exclusive GPU time: most of the measurement, while its kernels ran 0.03
 buffers are pinned and allocated before the lock is taken (`HoldPool.allocate`, in the request
 that draws the timing inputs), so inside it a kept output is one DMA into memory it already owns.
 
+Pinned pages are mapped into the GPU's address space (UVA), where pageable ones are not: a kernel could
+write them if it held their address. None is handed one, none can compute one (pointer/integer casts are
+refused in the compiled IR, `launch_hook.forged_pointer_ops`), and probing by offsets from a handed pointer
+faults on the unmapped space between device and host ranges first (red-team v4f: a reasoned risk, not a
+tested defence).
+
 Only standard-library and torch imports: the replay process imports this, never answer code.
 """
 

@@ -88,7 +88,13 @@ def test_generic_mlir_form_is_read_too():
 
 
 def _make_ttir(kernel, signature: dict, constexprs: dict) -> str:
-    """TTIR for sm_90 built on this machine (no GPU needed up to TTIR), or a skip."""
+    """TTIR for sm_90 built on this machine (no GPU needed up to TTIR), or a skip. Never under the
+    interpreter: there Triton's standard-library functions (`tl.sum`) are interpreted ones, and a code
+    generation that fails inside one left `triton.language` patched for every later test (CI, 2026-11-27)."""
+    import os
+
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("TTIR is built only with TRITON_INTERPRET unset or 0")
     try:
         from triton._C.libtriton import ir
         from triton.backends.compiler import GPUTarget
