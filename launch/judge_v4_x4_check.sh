@@ -7,7 +7,7 @@
 # The benches run beside the red-team shards (the host's CPUs are shared): compare trees within this call only.
 # Results: $OUT/summary.txt (each part's tail) and $OUT/results.tgz (every file of every part).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." && export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 out="${OUT:-judge_v4_x4_out}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
 work="$(mktemp -d)"; deadline="${DEADLINE_S:-560}"; t0=$SECONDS
 left() { echo $((deadline - (SECONDS - t0))); }

@@ -27,7 +27,7 @@
 # Env: STAGE; DEVICES=gpu|cpu (cpu: CPU Ray workers and CPU judging, to test the script without a GPU;
 #   NCPU of them, default 2); PER_GPU (40; cpu 2) answers per GPU for local and ray, NODES_PER_GPU (10; cpu 2);
 #   JOBS (8) per worker; WARM_S (15): the ray stage's wait for the actors' warm pools; TRAIN_STEPS (3);
-#   MODEL=auto|tiny|smollm2 (auto: smollm2 once its GGUF was carried); BUDGET_S (540): a stage that no
+#   MODEL=auto|tiny|smollm2 (auto: smollm2 once its GGUF was carried); LOCAL_CAP_S (130): the cap of each local run; BUDGET_S (540): a stage that no
 #   longer fits is skipped (summary: "skipped": "budget"; run it in a second call with STAGE=...);
 #   RAY_PORT (6379), PORT (8123) of the services; WORK (/tmp/kgmc): scratch, deleted at the start.
 set -uo pipefail
@@ -442,7 +442,7 @@ stage_local() {  # one GPU, two, then all
   local g cap n visible
   for g in $(local_counts); do
     [[ $mode == cpu && $g != 1 ]] && continue  # one CPU worker either way: nothing to compare
-    cap=$(cap_for 130); ((cap)) || { skip "local_$g"; continue; }
+    cap=$(cap_for "${LOCAL_CAP_S:-130}"); ((cap)) || { skip "local_$g"; continue; }
     n=$((per * g)); visible=$(seq -s, 0 $((g - 1)))
     note "local: bench service on $g device(s), n=$n (cap ${cap}s)"
     capped "$cap" "$work/logs/local_$g.log" env CUDA_VISIBLE_DEVICES="$visible" "$PYTHON" -m kernelgym.cli bench service \

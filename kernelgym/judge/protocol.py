@@ -79,8 +79,6 @@ class OutputArea:
     def __init__(self, fd: int, capacity: int) -> None:
         self.fd, self.capacity = fd, capacity
         self._map: mmap.mmap | None = None
-        self._pinned = 0  # bytes from the start that are page-locked for the GPU (`pin`)
-        self._pin_failed = False
 
     @classmethod
     def create(cls, capacity: int) -> "OutputArea | None":
@@ -109,36 +107,7 @@ class OutputArea:
                                   prot=mmap.PROT_READ | mmap.PROT_WRITE)
         return torch.frombuffer(self._map, dtype=torch.uint8, count=nbytes, offset=offset)
 
-    def pin(self, end: int) -> None:
-        """Page-lock the area's first `end` bytes for the GPU's copy engines, growing the locked prefix
-        by doubling (in `_PIN_STEP`s, at most `_PIN_LIMIT`). Copies between the GPU and locked pages run
-        at the link's speed; pageable ones go through the driver's staging buffers (a 256 MiB output took
-        ~0.19 s that way on an H100 host, several per trial). Messages fill the area from offset 0, so
-        one prefix serves them all; a tensor beyond the limit is copied unlocked, as before. A failed
-        registration turns pinning off for this area: copies still work, slower."""
-        if end <= self._pinned or self._pinned >= _PIN_LIMIT or self._pin_failed:
-            return
-        target = min(self.capacity, _PIN_LIMIT, max(-(-end // _PIN_STEP) * _PIN_STEP, 2 * self._pinned))
-        base = self._address()
-        if self._pinned:
-            _host_unregister(base)
-            self._pinned = 0
-        if _host_register(base, target):
-            self._pinned = target
-        else:
-            self._pin_failed = True
-
-    def _address(self) -> int:
-        view = self.view(0, 1)
-        try:
-            return view.data_ptr()
-        finally:
-            del view  # the mapping stays closable
-
     def close(self) -> None:
-        if self._pinned and self._map is not None:
-            _host_unregister(self._address())  # a long-lived parent must not keep closed pages locked
-            self._pinned = 0
         if self._map is not None:
             try:
                 self._map.close()
@@ -148,39 +117,6 @@ class OutputArea:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-
-
-_PIN_STEP = 256 << 20
-_PIN_LIMIT = 4 << 30  # the default largest reply (JudgeConfig.max_message_bytes): a hostile child's offsets lock no more
-
-
-def _cudart() -> Any:
-    return torch.cuda.cudart() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-
-
-def _host_register(address: int, nbytes: int) -> bool:
-    """cudaHostRegister, False where there is no initialised CUDA or the driver refuses."""
-    try:
-        cudart = _cudart()
-        if cudart is None:
-            return False
-        return _succeeded(cudart, cudart.cudaHostRegister(address, nbytes, 0))
-    except (RuntimeError, AttributeError, TypeError):
-        return False
-
-
-def _host_unregister(address: int) -> None:
-    try:
-        cudart = _cudart()
-        if cudart is not None:
-            cudart.cudaHostUnregister(address)
-    except (RuntimeError, AttributeError, TypeError):
-        pass
-
-
-def _succeeded(cudart: Any, err: Any) -> bool:
-    success = getattr(getattr(cudart, "cudaError", None), "success", 0)
-    return err == success or int(err) == 0
 
 
 def encode(obj: Any) -> bytes:
@@ -235,8 +171,6 @@ def send(fd: int, obj: Any, area: OutputArea | None = None) -> None:
         offsets.append(end)
         end += -(-n // _ALIGN) * _ALIGN
     use_area = area is not None and tensors and end <= area.capacity
-    if use_area and any(t.device.type == "cuda" for t in tensors):
-        area.pin(end)
     inline: list[torch.Tensor] = []
     for t, n, off in zip(tensors, sizes, offsets):
         if not n:
@@ -309,8 +243,6 @@ def recv(fd: int, max_bytes: int, deadline: float | None = None, stats: dict[str
             if area is None or offset % _ALIGN or offset + nbytes > area.capacity:
                 raise ChannelViolation(f"tensor at offset {offset} of {nbytes} bytes is outside the output area")
             # One copy out of the shared pages into memory the child cannot touch.
-            if torch.device(device).type == "cuda" and nbytes:
-                area.pin(offset + nbytes)
             shared = area.view(offset, nbytes).view(dtype).reshape(shape) if nbytes else torch.empty(shape, dtype=dtype)
             tensors.append(shared.to(device, copy=True))
             continue
