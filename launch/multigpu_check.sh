@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The multi-GPU check (issue 19) on one host with N GPUs (N from nvidia-smi), in one call of ~540 s.
 # Stages (STAGE=local,ray,nodes,train by default; a comma list picks some), each capped in time:
-#   local  `kernelgym bench service` (the BENCHMARKS flags, n = PER_GPU answers per GPU) on GPU 0, then on
-#          all N GPUs: evaluations/min and their ratio against N x one GPU.
+#   local  `kernelgym bench service` (the BENCHMARKS flags, n = PER_GPU answers per GPU) on GPU 0, on GPUs
+#          0-1, then on all N GPUs: evaluations/min and each one's ratio against one GPU.
 #   ray    a Ray head without GPUs and one launch/ray_worker.sh per GPU (CUDA_VISIBLE_DEVICES=g) on
 #          127.0.0.1, `kernelgym serve --backend ray` by launch/ray_head.sh serve, the same mix over HTTP;
 #          one Ray actor SIGKILLed mid-batch: no lost request, verdicts as expected, the actor replaced.
@@ -27,7 +27,7 @@
 # Env: STAGE; DEVICES=gpu|cpu (cpu: CPU Ray workers and CPU judging, to test the script without a GPU;
 #   NCPU of them, default 2); PER_GPU (40; cpu 2) answers per GPU for local and ray, NODES_PER_GPU (10; cpu 2);
 #   JOBS (8) per worker; WARM_S (15): the ray stage's wait for the actors' warm pools; TRAIN_STEPS (3);
-#   MODEL=auto|tiny|smollm2 (auto: smollm2 once its GGUF was carried); BUDGET_S (540): a stage that no
+#   MODEL=auto|tiny|smollm2 (auto: smollm2 once its GGUF was carried); LOCAL_CAP_S (130): the cap of each local run; BUDGET_S (540): a stage that no
 #   longer fits is skipped (summary: "skipped": "budget"; run it in a second call with STAGE=...);
 #   RAY_PORT (6379), PORT (8123) of the services; WORK (/tmp/kgmc): scratch, deleted at the start.
 set -uo pipefail
@@ -341,7 +341,7 @@ stages, lines = {}, [f"multi-GPU check: {mode}, {n_dev} device(s), model {model}
 lines.append((work / "env.txt").read_text().strip() if (work / "env.txt").exists() else "")
 
 runs = {}
-for g in sorted({1, n_dev}):
+for g in sorted({c for c in (1, 2, n_dev) if c <= n_dev}):
     r, m = load(f"local_{g}.json"), None
     if r:
         m = r["modes"][0]
@@ -352,17 +352,20 @@ for g in sorted({1, n_dev}):
     elif rc(f"local_{g}") is not None or skipped(f"local_{g}"):
         runs[g] = {"devices": g, "rc": rc(f"local_{g}"), "skipped": skipped(f"local_{g}")}
 if runs:
-    one, all_ = runs.get(1, {}), runs.get(n_dev, {})
-    ratio = (all_["evals_per_min"] / one["evals_per_min"]) if n_dev > 1 and "evals_per_min" in one and "evals_per_min" in all_ else None
+    one = runs.get(1, {})
+    ratios = {g: r["evals_per_min"] / one["evals_per_min"] for g, r in runs.items()
+              if g > 1 and "evals_per_min" in r and "evals_per_min" in one}
+    ratio = ratios.get(n_dev)
     stages["local"] = {"runs": list(runs.values()), "ratio": ratio and round(ratio, 2),
                        "of_linear": ratio and round(ratio / n_dev, 2),
+                       "ratios": {str(g): round(x, 2) for g, x in ratios.items()},
                        "ok": all("evals_per_min" in r and not r["unexpected"] for r in runs.values())}
     for r in runs.values():
         lines.append(f"local {r['devices']} device(s): " + (f"n={r['n']} {r['evals_per_min']}/min wall {r['wall_s']} s warm-up {r['warmup_s']} s "
                      f"p50/p95 {r['p50_s']}/{r['p95_s']} s crash {r['crash_cost_s']} unexpected {len(r['unexpected'])}"
                      if "evals_per_min" in r else f"no result (rc {r.get('rc')}, {r.get('skipped') or 'see logs/local_*.log'})"))
-    if ratio:
-        lines.append(f"local: {n_dev} devices / one = {ratio:.2f}x ({ratio / n_dev:.0%} of linear)")
+    for g, x in sorted(ratios.items()):
+        lines.append(f"local: {g} devices / one = {x:.2f}x ({x / g:.0%} of linear)")
 
 for name in ("ray", "nodes"):
     r = load(f"{name}.json")
@@ -434,12 +437,13 @@ note "machine: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
   "$PYTHON" -c "import trl, accelerate; print('trl', trl.__version__, 'accelerate', accelerate.__version__)" 2>/dev/null
 } > "$work/env.txt" 2>&1
 
-stage_local() {  # one GPU, then all
+local_counts() { printf '%s\n' 1 2 "$n_dev" | awk -v n="$n_dev" '$1 <= n' | sort -un; }  # 1, 2 and every GPU
+stage_local() {  # one GPU, two, then all
   local g cap n visible
-  for g in $(printf '%s\n' 1 "$n_dev" | sort -un); do
+  for g in $(local_counts); do
     [[ $mode == cpu && $g != 1 ]] && continue  # one CPU worker either way: nothing to compare
-    cap=$(cap_for 130); ((cap)) || { skip "local_$g"; continue; }
-    n=$((per * g)); visible=$([[ $g == 1 ]] && echo 0 || seq -s, 0 $((n_dev - 1)))
+    cap=$(cap_for "${LOCAL_CAP_S:-130}"); ((cap)) || { skip "local_$g"; continue; }
+    n=$((per * g)); visible=$(seq -s, 0 $((g - 1)))
     note "local: bench service on $g device(s), n=$n (cap ${cap}s)"
     capped "$cap" "$work/logs/local_$g.log" env CUDA_VISIBLE_DEVICES="$visible" "$PYTHON" -m kernelgym.cli bench service \
       --device "$([[ $mode == gpu ]] && echo cuda || echo cpu)" --n "$n" --jobs "$jobs" --no-baseline --repeats 0 \

@@ -24,7 +24,7 @@ import torch
 from kernelgym.judge.compare import expected_is_finite
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.inputs import SEEDED_RNG_LOCK, draw_order, make_init_inputs, make_inputs, to_device
-from kernelgym.judge.precision import attach_bounds, float64_model
+from kernelgym.judge.precision import attach_bounds, float64_model, op_names_of
 from kernelgym.judge.result import RuntimeStats
 from kernelgym.judge.timing import gpu_lock, time_calls, timing_lock
 from kernelgym.judge.versions import software_versions
@@ -68,6 +68,7 @@ class Reference:
         self.init_seed = init_seed
         self._model64: torch.nn.Module | bool | None = None  # built on the first precise draw; False: cannot
         self.matmul_like: bool | None = None  # the last precise draw's precision class (`judge.precision`)
+        self.op_names: set[str] = set()  # aten ops the float64 reference ran (base names), every precise draw
         _use_ieee_fp32()
         try:
             self.init_inputs = make_init_inputs(self.module, init_seed)
@@ -133,7 +134,12 @@ class Reference:
         try:
             with torch.no_grad(), gpu_lock(self.device, exclusive=False):
                 moved = to_device(inputs, self.device)
-                out = self.model(*moved)
+                if self.op_names:
+                    out = self.model(*moved)
+                else:  # once: which aten ops the task runs (RH-03 asks whether it only moves data)
+                    with op_names_of() as names:
+                        out = self.model(*moved)
+                    self.op_names |= names
         except Exception as e:
             raise TaskError(f"task {self.task.task_id}: Model.forward failed: {type(e).__name__}: {e}") from None
         if isinstance(out, (tuple, list)):

@@ -248,7 +248,8 @@ def _mutates(op: Any) -> bool:
 def profile_entries(replayer: Replayer, inputs: list[Any], reps: int) -> list[dict[str, Any]]:
     """Device time of each entry of the trace over `reps` replays, from CUDA events between entries
     (no kernel names are trusted: an entry is the answer's when it is a launch of its kernel).
-    Rows: {name, device_us, calls, own}, largest first."""
+    Rows: {name, device_us, calls, own, prep}, largest first; `prep`: torch entries that only prepare
+    inputs (`Trace.preparation_entries`), a row of their own."""
     from kernelgym.judge.timing import _LAUNCH_SLACK_CYCLES, _gpu_sleep
 
     entries = replayer.trace.entries
@@ -272,10 +273,12 @@ def profile_entries(replayer: Replayer, inputs: list[Any], reps: int) -> list[di
             torch.cuda.synchronize()
             for i in range(len(entries)):
                 totals[i] += events[i].elapsed_time(events[i + 1]) * 1e3
-    rows: dict[str, dict[str, Any]] = {}
-    for e, us in zip(entries, totals):
+    rows: dict[tuple[str, bool], dict[str, Any]] = {}
+    prep = replayer.trace.preparation_entries()
+    for i, (e, us) in enumerate(zip(entries, totals)):
         name = e["launch"] if "launch" in e else e["aten"]
-        row = rows.setdefault(name, {"name": name, "device_us": 0.0, "calls": 0, "own": "launch" in e})
+        row = rows.setdefault((name, i in prep), {"name": name, "device_us": 0.0, "calls": 0, "own": "launch" in e,
+                                                  "prep": i in prep})
         row["device_us"] += us
         row["calls"] += reps
     return sorted(rows.values(), key=lambda r: -r["device_us"])

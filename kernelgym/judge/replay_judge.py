@@ -29,10 +29,11 @@ from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.inputs import base_distribution
 from kernelgym.judge.messages import build_message, inputs_source, load_message
+from kernelgym.judge.precision import is_layout_only
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Profile, KernelTime, RuntimeStats, Status, TrialResult
-from kernelgym.judge.runtime_checks import (PROFILE_REPS, check_spot_outputs, check_timed_outputs, output_bytes,
-                                             spot_expected)
+from kernelgym.judge.runtime_checks import (PROFILE_REPS, check_spot_outputs, check_timed_outputs, kernel_share,
+                                             output_bytes, spot_expected)
 from kernelgym.judge.spot import expected_spots, spot_count
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed
 from kernelgym.judge.trials import Trial, TrialPlan, draw_trial
@@ -352,12 +353,14 @@ def _ghost_passes(reply: dict[str, Any], expected: Any, sequence: Any, scaled: b
 def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: Reference, rng: random.Random,
                       config: JudgeConfig, result: EvalResult, clock: Any, allow_torch: bool) -> None:
     with clock("timing"):
-        sets = [draw_trial(reference, rng, config, trials_drawn + i, grad=False)
-                for i in range(config.timing_input_sets)]
+        with clock("timing_draw"):  # the parent's inputs and expected outputs of the timing sets
+            sets = [draw_trial(reference, rng, config, trials_drawn + i, grad=False)
+                    for i in range(config.timing_input_sets)]
         spot_size = spot_count(output_bytes(sets[0].expected), len(sets), config.max_message_bytes)
         # The replay allocates host buffers for every output the measurement keeps before it is timed.
-        prep = _shared_request(replayer, {"op": "replay_timing_inputs", "hold_buffers": spot_size + len(sets),
-                                          "sets": [(t.seed, t.distribution) for t in sets]}, result, clock)
+        with clock("timing_inputs"):
+            prep = _shared_request(replayer, {"op": "replay_timing_inputs", "hold_buffers": spot_size + len(sets),
+                                              "sets": [(t.seed, t.distribution) for t in sets]}, result, clock)
         _check_error(prep, result, "before timing: ")
         # Secret until this request: the seed of the varied calls whose outputs are kept and checked.
         spot_seed = rng.getrandbits(63)
@@ -391,11 +394,14 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
         total = sum(k.device_us for k in table)
         own = sum(k.device_us for k in table if k.own)
         result.profile = Profile(kernels=table[:20], total_device_us=total, triton_share=own / total if total else 0.0)
-        if not allow_torch and total and result.profile.triton_share <= config.min_triton_share:
+        # (Which ops the task runs is unknown when its forward failed to record: then everything weighs.)
+        share = kernel_share(prof["rows"], layout_task=not reference.op_names or is_layout_only(reference.op_names))
+        if not allow_torch and total and share <= config.min_triton_share:
             # Measured per replayed entry, no names involved: the answer's kernels did the lesser part.
             result.correct = False
-            result.cheats.append(CheatVerdict("RH-03", f"{1 - result.profile.triton_share:.0%} of the replayed device "
-                                              "time is torch's copies and fills, not the answer's kernels", "runtime"))
+            result.cheats.append(CheatVerdict("RH-03", f"{1 - share:.0%} of the replayed device time (input "
+                                              "preparation aside) is torch's copies and fills, not the answer's "
+                                              "kernels", "runtime"))
             _set(result, Status.CHEAT, f"rejected by threat rule RH-03: {result.cheats[-1].reason}")
             replayer.close()
             return

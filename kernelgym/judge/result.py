@@ -103,7 +103,8 @@ class Profile:
 # `correctness` and `timing`): diagnostics that `wall_seconds` must not count twice.
 NESTED_PHASES = ("reference", "gpu_wait", "trial_runs", "compare", "measure", "profile",
                  "output_transfer", "measure_vary", "measure_prepare", "measure_timed", "measure_hold",
-                 "record", "record_draw", "record_warm", "record_calls", "record_wire")  # record: inside compile
+                 "record", "record_draw", "record_warm", "record_calls", "record_wire",  # record: inside compile
+                 "timing_draw", "timing_inputs")
 
 
 @dataclass

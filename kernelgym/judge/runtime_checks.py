@@ -312,3 +312,15 @@ def spot_expected(reference: Any) -> Any:
         return expected if expected_is_finite(expected) else None
 
     return expected_for
+
+
+def kernel_share(rows: list[dict[str, Any]], layout_task: bool) -> float:
+    """The answer's kernels' share of the replayed device time that RH-03 weighs (`replay.profile_entries`
+    rows). Torch entries that only prepare inputs (`Trace.preparation_entries`: a permute + contiguous
+    before a reduction) cannot carry what a kernel computed and are left out, except on a layout task,
+    where such a copy is the whole job. No time left to weigh: 1 when the kernels took some, else 0."""
+    own = sum(float(r["device_us"]) for r in rows if r["own"])
+    weighed = sum(float(r["device_us"]) for r in rows if r["own"] or layout_task or r.get("prep") is not True)
+    if weighed <= 0:
+        return 1.0 if own > 0 else 0.0
+    return own / weighed

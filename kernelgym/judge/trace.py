@@ -198,6 +198,47 @@ class Trace:
         return [made[r["buf"]] for r in _refs(self.outputs)
                 if self.buffers[r["buf"]]["kind"] == "scratch" and made.get(r["buf"], "kernel") != "kernel"]
 
+    def preparation_entries(self) -> set[int]:
+        """Indices of the torch entries that only prepare inputs: allocations, fills and copies that read
+        nothing but the call's inputs, its state and scratch made the same way (FlagGems' `dim_compress`:
+        the reduced dim permuted last and `.contiguous()` before the kernel). None of them can carry what a
+        kernel computed; an entry that reads a buffer a kernel was handed (a `masked_fill_` steered by a
+        kernel-written mask) or torch made from one is not preparation, and neither is one whose result
+        torch touches again in a later entry that is not preparation, or that is (part of) an output:
+        `out = x.clone(); out.masked_fill_(mask, 0)` prepares nothing, torch made the output."""
+        prepared: set[int] = set()  # scratch whose bytes came from inputs/state/constants only
+        derived: set[int] = set()  # scratch a kernel was handed or torch made from such
+        found: set[int] = set()
+        touched: list[set[int]] = []  # per entry, the buffers an aten entry reads or writes
+        for i, e in enumerate(self.entries):
+            touched.append(set() if "launch" in e else _buffers([*e["args"], *e["kwargs"].values(), *e["outs"]]))
+            if "launch" in e:
+                handed = _buffers(e["args"])
+                derived |= {b for b in handed if self.buffers[b]["kind"] == "scratch"}
+                prepared -= handed
+                continue
+            packet = e["aten"].split(".")[1]
+            written = _buffers(e["outs"]) | (_buffers(e["args"][:1]) if packet.endswith("_") else set())
+            read = _buffers([*e["args"], *e["kwargs"].values()]) - written
+            if packet.endswith("_") and packet not in COPIES and packet != "fill_":
+                read |= written  # an in-place op other than a fill or a copy reads what it writes
+            clean = all(self.buffers[b]["kind"] in ("input", "state") or b in prepared for b in read)
+            if clean and not (written & derived):
+                found.add(i)
+                prepared |= {b for b in written if self.buffers[b]["kind"] == "scratch"}
+            else:
+                derived |= {b for b in written if self.buffers[b]["kind"] == "scratch"}
+                prepared -= written
+        outputs = _buffers(self.outputs)
+        for i in sorted(found):
+            e = self.entries[i]
+            packet = e["aten"].split(".")[1]
+            made = _buffers(e["outs"]) | (_buffers(e["args"][:1]) if packet.endswith("_") else set())
+            later = set().union(*(touched[j] for j in range(i + 1, len(self.entries)) if j not in found))
+            if made & (outputs | later):
+                found.discard(i)
+        return found
+
     def scratch_bytes(self) -> int:
         return sum(b["nbytes"] for b in self.buffers if b["kind"] == "scratch")
 

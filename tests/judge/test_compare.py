@@ -1,5 +1,6 @@
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelgym.judge.compare import compare_outputs
 from kernelgym.judge.config import JudgeConfig
@@ -231,3 +232,47 @@ def test_every_attention_backend_is_in_the_tf32_class():
                  "_scaled_dot_product_efficient_attention", "_efficient_attention_forward", "bmm"):
         assert is_matmul_like({name, "add"}), name
     assert not is_matmul_like({"add", "softmax", "mul"})
+
+
+def _round_mantissa(t: torch.Tensor, keep: int) -> torch.Tensor:
+    """float32 rounded to `keep` mantissa bits (nearest-even on the bits): TF32 keeps 10, bfloat16 7."""
+    drop = 23 - keep
+    bits = t.contiguous().view(torch.int32).to(torch.int64)
+    rounded = (bits + (1 << (drop - 1)) - 1 + ((bits >> drop) & 1)) & ~((1 << drop) - 1)
+    return rounded.to(torch.int32).view(torch.float32).reshape(t.shape)
+
+
+@pytest.mark.parametrize("task_id", ["matmul_square", "linear_bias_relu", "conv2d"])
+def test_the_tf32_class_takes_tf32_products_and_refuses_bfloat16_ones(task_id):
+    # Operands rounded as a TF32 (10-bit) or bf16 (7-bit) tensor core would take them, products exact:
+    # bf16 fits the elementwise bound of the TF32 class (red-team v4f) but not its mean error bound.
+    import random
+
+    from kernelgym.judge.reference import Reference
+    from kernelgym.judge.trials import draw_trial
+    from kernelgym.tasks import load_builtin
+
+    reference = Reference(load_builtin(task_id)[0], "small", "cpu", init_seed=5)
+    trial = draw_trial(reference, random.Random(3), CFG, 0, grad=False)
+    assert reference.matmul_like and derived_bound(trial.expected)[2] is not None
+
+    class Rounded(TorchDispatchMode):
+        def __init__(self, keep):
+            super().__init__()
+            self.keep = keep
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func._schema.name.split("::")[-1] in ("mm", "addmm", "convolution", "linear"):
+                args = [_round_mantissa(a, self.keep) if isinstance(a, torch.Tensor) and a.dtype == torch.float32
+                        else a for a in args]
+            return func(*args, **(kwargs or {}))
+
+    def run(keep):
+        with torch.no_grad(), Rounded(keep):
+            return reference.model(*trial.inputs)
+
+    assert compare_outputs(trial.expected, run(10), CFG).passed
+    refused = compare_outputs(trial.expected, run(7), CFG)
+    assert not refused.passed
+    if task_id != "linear_bias_relu":  # (there one bf16 value also misses the elementwise bound)
+        assert "mean relative error" in refused.message and "values outside" not in refused.message

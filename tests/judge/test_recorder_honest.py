@@ -292,3 +292,71 @@ def test_a_result_kept_off_the_module_from_an_earlier_call_is_stale_state(tmp_pa
     assert "state" in _kinds(trace) and not any("launch" in e for e in trace.entries)
     y = torch.randn(64)
     assert not torch.allclose(replay(y), y)  # the bytes the warm call left, not this call's result
+
+
+def _prep_names(trace):
+    prep = trace.preparation_entries()
+    return [(e["aten"], i in prep) for i, e in enumerate(trace.entries) if "aten" in e]
+
+
+def test_copies_that_only_prepare_inputs_are_preparation(tmp_path):
+    # FlagGems' dim_compress: the input permuted and made contiguous before the kernel reads it.
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.s = torch.ones(4)
+
+            def forward(self, x):
+                xt = x.t().contiguous()
+                out = torch.zeros_like(xt)
+                launch(xt, self.s, out)
+                return out
+    """, "kg_rh_prep")
+    trace, _ = _record(module, torch.randn(8, 8))
+    marked = dict(_prep_names(trace))
+    assert marked["aten.clone.default"] is True, marked
+    assert marked["aten.zeros_like.default"] is False  # the output's own fill is torch's, as before
+
+
+def test_torch_work_on_what_a_kernel_wrote_is_not_preparation(tmp_path):
+    # A kernel's result steering a torch fill (the v4d masked_fill_ exploit's shape), and a copy of a
+    # kernel's output: neither only prepares inputs.
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.s = torch.ones(4)
+
+            def forward(self, x):
+                mask = torch.empty_like(x)
+                launch(x, self.s, mask)
+                out = x.clone()
+                out.masked_fill_(mask.bool(), 0.0)
+                return out.t().contiguous()
+    """, "kg_rh_post")
+    trace, _ = _record(module, torch.randn(8, 8))
+    marked = dict(_prep_names(trace))
+    assert marked.get("aten.masked_fill_.Scalar") is False, marked
+
+
+def test_an_input_copy_torch_then_changes_is_not_preparation(tmp_path):
+    # The v4d exploit: torch clones the input into the output and a fill steered by the kernel's mask
+    # changes it; the clone prepares nothing, it is part of torch's work (RH-03 weighs it).
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.s = torch.ones(4)
+
+            def forward(self, x):
+                mask = torch.empty_like(x)
+                launch(x, self.s, mask)
+                out = x.clone()
+                out.masked_fill_(mask.bool(), 0.0)
+                launch(out, self.s, out)
+                return out
+    """, "kg_rh_post2")
+    trace, _ = _record(module, torch.randn(8, 8))
+    marked = _prep_names(trace)
+    assert not any(prep for name, prep in marked if name.startswith(("aten.clone", "aten.masked_fill_"))), marked

@@ -117,3 +117,16 @@ def test_without_a_time_budget_each_kept_output_is_copied_once(host_timing):  # 
     outputs = session.op_replay_timed_outputs({})
     assert [call for call, _, _ in outputs["spots"]] == expected_spots(9, 6, 2, len(times["times_ms"]) - len(sets))
     assert len(copies) == 6 + len(sets)  # the six kept calls and the last call per set, nothing replaced
+
+
+def test_rh03_weighs_torch_work_but_not_input_preparation():
+    from kernelgym.judge.runtime_checks import kernel_share
+
+    prep_heavy = [{"name": "aten.clone.default", "device_us": 88.0, "own": False, "prep": True},
+                  {"name": "max_kernel", "device_us": 12.0, "own": True, "prep": False}]
+    assert kernel_share(prep_heavy, layout_task=False) == 1.0  # FlagGems' dim_compress before its reduction
+    assert kernel_share(prep_heavy, layout_task=True) == pytest.approx(0.12)  # a transpose task: the copy is the job
+    steered = [{"name": "aten.masked_fill_.Scalar", "device_us": 62.0, "own": False, "prep": False},
+               {"name": "mask_kernel", "device_us": 38.0, "own": True, "prep": False}]
+    assert kernel_share(steered, layout_task=False) == pytest.approx(0.38)
+    assert kernel_share([{"name": "c", "device_us": 5.0, "own": False, "prep": True}], layout_task=False) == 0.0
