@@ -271,6 +271,8 @@ def _add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default="replay", choices=["replay", "inprocess"],
                    help="replay (default, judge v4): verdicts from a trusted replay of the answer's recorded kernel "
                         "launches; inprocess: the earlier judge, for comparison")
+    p.add_argument("--no-device-transfer", action="store_true",
+                   help="replay engine on cuda: bring outputs back through the host output area, never CUDA IPC")
 
 
 def _config(args: argparse.Namespace) -> JudgeConfig:
@@ -282,7 +284,8 @@ def _config(args: argparse.Namespace) -> JudgeConfig:
             raise UsageError("--device cuda asked for, but torch sees no GPU (use --device cpu)")
     return JudgeConfig(device=device, size=args.size, num_trials=args.trials, timeout_s=args.timeout,
                        seed=args.seed, timing_reps=args.reps, timing_budget_s=args.timing_budget,
-                       time_compile_baseline=not args.no_compile_baseline, engine=args.engine)
+                       time_compile_baseline=not args.no_compile_baseline, engine=args.engine,
+                       device_transfer=not args.no_device_transfer)
 
 
 def _one_task(spec: str):  # noqa: ANN202

@@ -56,14 +56,21 @@ def main(argv: list[str] | None = None) -> None:
     session = _Session()
     # Bound like `send` itself: a notice goes out on the reply channel before the reply (`op_profile`).
     session.notify = lambda notice: send(out_fd, notice)
+    reply: dict = {}
     while True:
         try:
             msg = recv(in_fd, max_bytes=1 << 40)
         except protocol.ChannelClosed:
             return
+        if session.sharer is not None:
+            session.sharer.release()  # the parent sends a request only once it has copied the last reply
         op = msg.get("op")
         if op == "exit":
             return
+        if op == "resend":  # the parent could not open the last reply's device entries: the area from now on
+            session.sharer = None
+            send(out_fd, reply, area)
+            continue
         handler = getattr(session, f"op_{op}", None)
         if handler is None:
             reply = {"error": f"unknown op {op!r}", "kind": "crashed", "fault": "protocol_violation"}
@@ -73,9 +80,10 @@ def main(argv: list[str] | None = None) -> None:
             except BaseException as e:  # noqa: BLE001 - e.g. CUDA OOM while regenerating inputs: a verdict, not a death
                 reply = session._error(e, phase=str(op))
         try:
-            send(out_fd, reply, area)
+            send(out_fd, reply, area, session.sharer.share if session.sharer is not None else None)
         except BaseException as e:  # noqa: BLE001 - copying outputs out failed (e.g. a late illegal address)
-            send(out_fd, session._error(e, phase=str(op)))
+            reply = session._error(e, phase=str(op))
+            send(out_fd, reply)
 
 
 _TRUSTED: dict = {}  # harness functions captured before the answer is imported

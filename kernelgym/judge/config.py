@@ -64,6 +64,11 @@ class JudgeConfig:
         "help": "replay (v4): the answer's Python only records its kernel launches; correctness, timing and "
                 "profile come from replaying them in a process that runs no answer Python. inprocess: the "
                 "earlier judge (timing and checks inside the answer's process), kept for comparison"})
+    device_transfer: bool = field(default=True, metadata={
+        "help": "cuda, replay engine: the replay process keeps trial outputs and the measurement's kept outputs in "
+                "its GPU memory and the judge copies them device to device through CUDA IPC "
+                "(kernelgym/judge/device_transfer.py), falling back to the host output area where IPC fails; "
+                "False: always the output area and pinned host buffers"})
     static_checks: bool = field(default=True, metadata={"help": "run the AST threat rules before anything runs"})
     seed: int | None = field(default=None, metadata={"help": "master seed; None draws a secret one per evaluation"})
 

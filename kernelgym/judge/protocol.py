@@ -7,7 +7,9 @@ only plain containers, numbers, strings and tensors, never objects that run code
 Bulk outputs (hundreds of MiB per trial) go through an `OutputArea`: a memfd the parent creates,
 sizes and seals before the child starts, so the child copies each output straight from the GPU
 into it and the parent copies it straight back to its own GPU memory; no pipe, no intermediate
-copies (a 256 MiB output: ~0.07 s instead of ~1.3 s on the H100 machine).
+copies (a 256 MiB output: ~0.07 s instead of ~1.3 s on the H100 machine). On cuda the trusted
+replay process may send CUDA IPC handles instead (`share`), which only a parent holding a
+`device_transfer.DeviceLink` for that process accepts (`link`); the area stays the fallback.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import select
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -42,10 +45,16 @@ class ChannelViolation(ValueError):
     """The other side sent something that is not a valid message."""
 
 
+class DeviceTransferFailed(Exception):
+    """A reply's device entries could not be opened; the channel is in sync (every pipe byte was read)
+    and the sender still holds the reply: ask for it again through the area."""
+
+
 # A tensor in a message travels as raw bytes after the message's skeleton, which holds this
 # placeholder in its place: no pickling of bulk data, and the receiver reads straight into the
 # tensor's own memory (a 256 MiB output went from ~4.6 s to well under a second here).
 _TENSOR_KEY = "__kernelgym_tensor__"
+_DEVICE = -2  # a tensor's layout offset when it travels as a CUDA IPC handle (the message's "ipc" list)
 _PIPE_BYTES = 1 << 20
 # The skeleton (everything but tensor bytes) of one message: traces, kernel sources and verdict text
 # take kilobytes to a few MiB; a hostile child sending gigabytes of strings would make the trusted
@@ -159,21 +168,26 @@ def _fill(obj: Any, tensors: list[torch.Tensor]) -> Any:
     return obj
 
 
-def send(fd: int, obj: Any, area: OutputArea | None = None) -> None:
-    """Write one message. Tensors (on any device) go into `area` when they all fit, else through
-    the pipe. Every copy happens before the first byte is written, so a copy that fails (a GPU
-    fault surfacing late) raises here with the channel still clean for an error reply."""
+def send(fd: int, obj: Any, area: OutputArea | None = None,
+         share: Callable[[torch.Tensor], Any] | None = None) -> None:
+    """Write one message. With `share` (the replay's `Sharer.share`), each CUDA tensor it gives a
+    descriptor for travels as that descriptor; the other tensors go into `area` when they all fit,
+    else through the pipe. Every copy happens before the first byte is written, so a copy that fails
+    (a GPU fault surfacing late) raises here with the channel still clean for an error reply."""
     tensors: list[torch.Tensor] = []
     skeleton = _strip(obj, tensors)
+    if any(t.device.type == "cuda" for t in tensors):
+        torch.cuda.synchronize()  # nothing queued still writes what is copied or shared below
+    shared = [share(t) if share is not None and t.device.type == "cuda" else None for t in tensors]
     sizes = [t.numel() * t.element_size() for t in tensors]
     offsets, end = [], 0
-    for n in sizes:
-        offsets.append(end)
-        end += -(-n // _ALIGN) * _ALIGN
+    for n, desc in zip(sizes, shared):
+        offsets.append(_DEVICE if desc is not None else end)
+        end += 0 if desc is not None else -(-n // _ALIGN) * _ALIGN
     use_area = area is not None and tensors and end <= area.capacity
     inline: list[torch.Tensor] = []
     for t, n, off in zip(tensors, sizes, offsets):
-        if not n:
+        if not n or off == _DEVICE:
             continue
         if use_area:
             area.view(off, n).view(t.dtype).view(t.shape).copy_(t)
@@ -181,9 +195,12 @@ def send(fd: int, obj: Any, area: OutputArea | None = None) -> None:
             inline.append(t.cpu().contiguous())
     if use_area and any(t.device.type == "cuda" for t in tensors):
         torch.cuda.synchronize()
-    layout = [(str(t.dtype).removeprefix("torch."), list(t.shape), n, off if use_area else -1)
+    layout = [(str(t.dtype).removeprefix("torch."), list(t.shape), n, off if use_area or off == _DEVICE else -1)
               for t, n, off in zip(tensors, sizes, offsets)]
-    meta = encode({"skeleton": skeleton, "tensors": layout})
+    body = {"skeleton": skeleton, "tensors": layout}
+    if any(d is not None for d in shared):
+        body["ipc"] = shared
+    meta = encode(body)
     _write_all(fd, memoryview(_HEADER.pack(len(meta)) + meta))
     for t in inline:
         _write_all(fd, memoryview(t.view(-1).view(torch.uint8).numpy()))
@@ -218,27 +235,40 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
 
 
 def recv(fd: int, max_bytes: int, deadline: float | None = None, stats: dict[str, float] | None = None,
-         area: OutputArea | None = None, device: str = "cpu") -> Any:
+         area: OutputArea | None = None, device: str = "cpu", link: Any = None) -> Any:
     """One message. Everything a hostile sender controls is checked before memory is committed:
     the skeleton's size, each tensor's dtype, shape, byte count and area offset, and the total
     against `max_bytes`. Tensors from the area are copied to `device` (the comparison's device);
-    those from the pipe arrive on the CPU. `stats`, when given, gets `body_s`: the seconds spent
-    copying tensor bytes after the skeleton."""
+    those from the pipe arrive on the CPU; device entries only from a sender this side holds a
+    `link` (`device_transfer.DeviceLink`) for, copied by it after every pipe byte was read
+    (`DeviceTransferFailed` when it cannot). `stats`, when given, gets `body_s`: the seconds spent
+    copying tensor bytes after the skeleton, and `device_s`: those of them spent on device entries."""
     (length,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
     if length > min(max_bytes, MAX_SKELETON_BYTES):
         raise ChannelViolation(f"message of {length:,} bytes (without its tensors) exceeds the "
                                f"{min(max_bytes, MAX_SKELETON_BYTES):,}-byte limit")
     meta = decode(_read_exact(fd, length, deadline))
-    if not isinstance(meta, dict) or set(meta) != {"skeleton", "tensors"} or not isinstance(meta["tensors"], list):
+    if (not isinstance(meta, dict) or set(meta) - {"ipc"} != {"skeleton", "tensors"}
+            or not isinstance(meta["tensors"], list)):
         raise ChannelViolation("message without a skeleton and tensor layout")
+    ipc = meta.get("ipc")
+    if ipc is not None and (link is None or not isinstance(ipc, list) or len(ipc) != len(meta["tensors"])):
+        raise ChannelViolation("device entries from a process that may not send them")
     total = length
-    tensors = []
+    tensors: list[Any] = []
+    on_device: list[tuple[int, torch.dtype, list[int], Any]] = []
     t0 = time.perf_counter()
-    for entry in meta["tensors"]:
+    for i, entry in enumerate(meta["tensors"]):
         dtype, shape, nbytes, offset = _checked_layout(entry)
         total += nbytes
         if total > max_bytes:
             raise ChannelViolation(f"message of more than {max_bytes:,} bytes exceeds the limit")
+        if offset == _DEVICE:
+            if ipc is None or ipc[i] is None:
+                raise ChannelViolation("a device entry without its descriptor")
+            on_device.append((i, dtype, shape, ipc[i]))
+            tensors.append(None)
+            continue
         if offset >= 0:
             if area is None or offset % _ALIGN or offset + nbytes > area.capacity:
                 raise ChannelViolation(f"tensor at offset {offset} of {nbytes} bytes is outside the output area")
@@ -250,8 +280,14 @@ def recv(fd: int, max_bytes: int, deadline: float | None = None, stats: dict[str
         if nbytes:
             _read_into(fd, memoryview(raw.numpy()), deadline)
         tensors.append(raw.view(dtype).reshape(shape))
+    t1 = time.perf_counter()
+    if on_device:
+        copies = link.open_all([(dtype, shape, desc) for _, dtype, shape, desc in on_device])
+        for (i, *_), copy in zip(on_device, copies):
+            tensors[i] = copy
     if stats is not None:
         stats["body_s"] = time.perf_counter() - t0
+        stats["device_s"] = time.perf_counter() - t1 if on_device else 0.0
     return _fill(meta["skeleton"], tensors)
 
 

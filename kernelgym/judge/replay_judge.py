@@ -29,6 +29,7 @@ from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
 from kernelgym.judge.inputs import base_distribution
 from kernelgym.judge.messages import build_message, inputs_source, load_message
+from kernelgym.judge.pinned_hold import changed_holds
 from kernelgym.judge.precision import is_layout_only
 from kernelgym.judge.reference import Reference
 from kernelgym.judge.result import CheatVerdict, EvalResult, Profile, KernelTime, RuntimeStats, Status, TrialResult
@@ -94,6 +95,7 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
                 with clock("record"):
                     recorded = _record(answer, rng, result, clock, variant=False)
             with CandidateProcess.start(replay_dir, result.device, *limits) as replayer:
+                _offer_device_path(replayer, config, result)
                 with clock("replay_load"):
                     _load_replay(replayer, reference, recorded, result, allow_torch, "main", code)
                 result.compiled = True
@@ -110,6 +112,8 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
         pass
     finally:
         shutil.rmtree(replay_dir, ignore_errors=True)
+    if replayer is not None:
+        _note_transfer(replayer, result, clock)
     # Counted when each process closed. The replay process never runs the answer's Python: anything it
     # left behind was started by the answer's kernels too.
     leftovers = sum(p.leftovers for p in (answer, replayer) if p is not None)
@@ -118,6 +122,28 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
         result.cheats.append(CheatVerdict("RH-27", f"the answer left {leftovers} process(es) running after its "
                                           "evaluation (killed)", "runtime"))
         _set(result, Status.CHEAT, f"rejected by threat rule RH-27: {result.cheats[-1].reason}")
+
+
+def _offer_device_path(replayer: CandidateProcess, config: JudgeConfig, result: EvalResult) -> None:
+    """On cuda, receive the replay's bulk tensors through CUDA IPC (`device_transfer`) unless the config
+    turns it off or this process found it broken before; the output area otherwise."""
+    if not config.device_transfer or not result.device.startswith("cuda"):
+        return
+    from kernelgym.judge import device_transfer
+
+    if device_transfer.usable(result.device):
+        replayer.link = device_transfer.DeviceLink(result.device)
+    else:
+        replayer.transfer_note = "CUDA IPC found unusable earlier in this process"
+
+
+def _note_transfer(replayer: CandidateProcess, result: EvalResult, clock: Any) -> None:
+    """Which path the replay's bulk replies took (`EvalResult.transfer`), and their receiving time."""
+    link = replayer.link
+    result.transfer = "device" if link is not None and link.opened else "area"
+    result.transfer_note = replayer.transfer_note
+    if replayer.transfer_seconds:
+        clock.add("output_transfer", replayer.transfer_seconds)
 
 
 def _set(result: EvalResult, status: Status, message: str, error: str = "", fault: str = "") -> None:
@@ -235,9 +261,12 @@ def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dic
         result.cheats.append(CheatVerdict("RH-02", "forward launched none of the answer's Triton kernels", "runtime"))
         _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
         raise _Stop
+    transfer = "device" if replayer.link is not None else "area"
     reply = replayer.request({"op": "replay_load", "slot": slot, "device": result.device, "trace": trace,
                               "kernels": [spec.to_wire() for spec in specs.values()], "state": recorded["state"],
-                              "allow_torch_compute": allow_torch, **inputs_source(reference)})
+                              "allow_torch_compute": allow_torch, "transfer": transfer, **inputs_source(reference)})
+    if reply.get("transfer_note"):  # the replay could not prepare the device path: the area
+        replayer.link, replayer.transfer_note = None, str(reply["transfer_note"])[:300]
     _check_error(reply, result, "")
     layers = [f"replay:{x}" for x in _layers(reply)]
     result.confinement += [x for x in layers if x not in result.confinement]
@@ -360,16 +389,18 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
         # The replay allocates host buffers for every output the measurement keeps before it is timed.
         with clock("timing_inputs"):
             prep = _shared_request(replayer, {"op": "replay_timing_inputs", "hold_buffers": spot_size + len(sets),
+                                              "hold_on": "device" if replayer.link is not None else "host",
                                               "sets": [(t.seed, t.distribution) for t in sets]}, result, clock)
         _check_error(prep, result, "before timing: ")
-        # Secret until this request: the seed of the varied calls whose outputs are kept and checked.
-        spot_seed = rng.getrandbits(63)
+        # Secret until this request: the seed of the varied calls whose outputs are kept and checked, and
+        # the key of the fingerprints that device-held outputs get right after their call.
+        spot_seed, key = rng.getrandbits(63), rng.getrandbits(63)
         with clock.locked(result.device, exclusive=True):
             with clock("measure"):
                 reply = replayer.request({"op": "replay_time", "warmup": config.timing_warmup,
                                           "reps": config.timing_reps, "flush_bytes": config.l2_flush_bytes,
                                           "budget_s": config.timing_budget_s, "spot_seed": spot_seed,
-                                          "spot_size": spot_size})
+                                          "spot_size": spot_size, "fingerprint_key": key})
             prof: dict[str, Any] = {}
             if config.profile and "error" not in reply:
                 with clock("profile"):
@@ -380,6 +411,12 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
             outputs = replayer.request({"op": "replay_timed_outputs"}, yield_to=hold)
             # The last timed call per set, and the secret sample of varied calls (kept in the replay
             # process right after each call, recomputed here from the seed and the number of calls).
+            changed = changed_holds(outputs, key)
+            if changed:  # rewritten in the replay's GPU memory after its call: by a kernel of the answer
+                result.correct = False
+                _set(result, Status.WRONG_OUTPUT, f"wrong output during timing: the kept output of {changed[0]} "
+                     "changed after the call (a kernel wrote outside its own buffers)")
+                return
             verdicts = check_timed_outputs(outputs, sets, config)
             if not verdicts and "times_ms" in reply:
                 spots = expected_spots(spot_seed, spot_size, config.timing_warmup, len(reply["times_ms"]) - len(sets))

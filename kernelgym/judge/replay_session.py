@@ -96,11 +96,13 @@ class ReplayOps:
         self.device = msg.pop("device")
         if self.device.startswith("cuda:"):
             torch.cuda.set_device(self.device)
-        if not self.replayers:
+        transfer = msg.pop("transfer", "area")
+        first = not self.replayers
+        if first:
             from kernelgym.judge.launch_hook import refuse_forged_pointers_in_interpreter
 
             refuse_forged_pointers_in_interpreter()  # the CPU's check; a GPU's reads the compiled IR (`Replayer`)
-            self.confinement = _confine_replay(self.device, self.helpers["warm_up"])
+            self.confinement = _confine_replay(self, transfer)
         slot = msg.pop("slot", "main")
         try:
             gen = self.helpers["input_source"](msg, self.device)
@@ -116,7 +118,12 @@ class ReplayOps:
         except BaseException as e:  # noqa: BLE001 - a kernel module that fails to import, say
             return self._error(e, phase="replay_load")
         self.replayers[slot] = (replayer, gen)
-        return {"ok": True, "confinement": self.confinement}
+        reply = {"ok": True, "confinement": self.confinement}
+        if first and transfer == "device":
+            reply["transfer_note"] = self.transfer_note
+            if self.sharer is not None:  # the parent's first contact opens this small tensor first
+                reply["transfer_probe"] = torch.randint(-(1 << 62), 1 << 62, (64,), device=self.device)
+        return reply
 
     def op_replay_trial(self, msg: dict) -> dict:
         """Replay on the trial's inputs (drawn here from its seed); outputs and mutated inputs back."""
@@ -182,11 +189,13 @@ class ReplayOps:
         _, gen = self.replayers["main"]
         generated = [gen(seed, dist) for seed, dist in msg["sets"]]
         self.timing_sets = [[v.to(self.device) if isinstance(v, torch.Tensor) else v for v in s] for s in generated]
-        # Host buffers for the outputs the measurement will keep, allocated now, outside the exclusive lock.
+        # Buffers for the outputs the measurement will keep, allocated now, outside the exclusive lock: on the
+        # device where the parent asks for it (the device path), else pinned host memory.
         self.hold_pool = HoldPool(self.helpers["host_copy"])
-        pooled = self.hold_pool.allocate(self.main_output_meta, int(msg.get("hold_buffers", 0)),
-                                         pin=self.device != "cpu")
-        return {"inputs_digests": [digest(s) for s in generated], "hold_buffers": pooled}
+        place = "pageable" if self.device == "cpu" else "device" if msg.get("hold_on") == "device" else "pinned"
+        pooled = self.hold_pool.allocate(self.main_output_meta, int(msg.get("hold_buffers", 0)), place, self.device)
+        return {"inputs_digests": [digest(s) for s in generated], "hold_buffers": pooled,
+                "hold_place": self.hold_pool.place}
 
     def op_replay_time(self, msg: dict) -> dict:
         from kernelgym.judge.spot import FixedSpots, SpotReservoir
@@ -205,6 +214,8 @@ class ReplayOps:
         # directly, each kept output copied to the host once.
         spots = (FixedSpots(seed, size, int(msg["warmup"]), max(int(msg["reps"]), k) - k)
                  if not msg.get("budget_s") else SpotReservoir(seed, size))
+        if self.hold_pool is not None:
+            self.hold_pool.key = int(msg.get("fingerprint_key", 0))
         self.spot_outputs = {}
         costs: dict[str, float] = {}
         try:
@@ -225,9 +236,13 @@ class ReplayOps:
         refused = self._replay_ready()
         if refused:
             return refused
-        return {"outputs": [s["outputs"] for s in self.timed_outputs],
-                "layout": [s["layout"] for s in self.timed_outputs],
-                "spots": [[call, s["outputs"], s["layout"]] for call, s in sorted(self.spot_outputs.items())]}
+        reply = {"outputs": [s["outputs"] for s in self.timed_outputs],
+                 "layout": [s["layout"] for s in self.timed_outputs],
+                 "spots": [[call, s["outputs"], s["layout"]] + ([s["fingerprints"]] if "fingerprints" in s else [])
+                           for call, s in sorted(self.spot_outputs.items())]}
+        if any("fingerprints" in s for s in self.timed_outputs):  # held on the device (`pinned_hold`)
+            reply["fingerprints"] = [s.get("fingerprints") for s in self.timed_outputs]
+        return reply
 
     def op_replay_profile(self, msg: dict) -> dict:
         from kernelgym.judge.replay import profile_entries
@@ -263,17 +278,27 @@ def _bits(t: Any) -> Any:
     return t.contiguous().reshape(-1).view(torch.uint8)
 
 
-def _confine_replay(device: str, warm_up: Any) -> dict:
+def _confine_replay(session: Any, transfer: str) -> dict:
     """The replay process compiles (or, on the CPU, interprets) kernel sources an answer wrote: it is
-    confined like the answer's process, after its trusted start-up (CUDA, Triton's driver)."""
+    confined like the answer's process, after its trusted start-up (CUDA, Triton's driver, and with
+    `transfer="device"` the CUDA IPC counters file, which it could not create afterwards)."""
     import os
     from pathlib import Path
 
     from kernelgym.judge.confine import CONFINE_VAR, confine
 
     switch = os.environ.get(CONFINE_VAR)
+    device = session.device
     if device != "cpu":
-        warm_up(device, for_record=False)
+        session.helpers["warm_up"](device, for_record=False)
+    if transfer == "device":
+        if device == "cpu":
+            session.transfer_note = "the device path needs a GPU"
+        else:
+            from kernelgym.judge.device_transfer import Sharer
+
+            prepared = Sharer.prepare(device)
+            session.sharer, session.transfer_note = (None, prepared) if isinstance(prepared, str) else (prepared, "")
     return confine(Path.cwd(), gpu=device != "cpu", enabled=switch == "1",
                    why=f"not a sandboxed candidate ({CONFINE_VAR} unset)" if switch is None else "").as_reply()
 
@@ -285,7 +310,9 @@ def with_role(session: Any, **helpers: Any) -> None:
     session.helpers = helpers
     session.role = ""
     session.main_output_meta = None  # the main slot's output layout, from its last trial (`pinned_hold`)
-    session.hold_pool = None  # host buffers for the measurement's kept outputs, made with the timing inputs
+    session.hold_pool = None  # buffers for the measurement's kept outputs, made with the timing inputs
+    session.sharer = None  # the replay's CUDA IPC side (`device_transfer.Sharer`), when the parent asked for it
+    session.transfer_note = ""  # why the device path was asked for and is not used
     session.engine = ""
     session.replayers = {}
     session.confinement = {}

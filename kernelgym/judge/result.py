@@ -137,6 +137,8 @@ class EvalResult:
     versions: dict[str, str] = field(default_factory=dict)
     engine: str = ""  # "replay" (v4: verdicts from a trusted replay of the recorded launches) or "inprocess"
     confinement: list[str] = field(default_factory=list)  # OS confinement layers active in the answer's child
+    transfer: str = ""  # replay engine: how the replay's bulk replies came back, "device" (CUDA IPC) or "area"
+    transfer_note: str = ""  # why not "device" where the config asked for it (the fallback's reason)
 
     @property
     def ok(self) -> bool:

@@ -181,7 +181,7 @@ def check_spot_outputs(reply: dict[str, Any], spots: list[int], sets: list[Any],
                        config: JudgeConfig) -> list[CheatVerdict]:
     """Outputs of the secretly chosen varied calls against the reference on the same varied inputs
     (`expected_for(set, call)`; None when the reference gives non-finite values there: not checked)."""
-    got = {int(call): (out, layout) for call, out, layout in reply.get("spots", [])}
+    got = {int(call): (out, layout) for call, out, layout, *_ in reply.get("spots", [])}  # (fingerprints)
     if sorted(got) != sorted(spots):
         return [CheatVerdict("RH-21", "timed calls did not return the outputs the judge kept", "runtime")]
     for call in spots:

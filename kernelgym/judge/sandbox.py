@@ -63,6 +63,10 @@ class CandidateProcess:
         self.max_message_bytes = max_message_bytes
         self.flooded = False
         self.transfer_seconds = 0.0  # reading output bytes off the pipe, summed over replies
+        # The trusted replay process only: its CUDA tensors arrive as IPC handles opened through this
+        # (`device_transfer.DeviceLink`); None: the area. `transfer_note` says why it was dropped.
+        self.link: Any = None
+        self.transfer_note = ""
         self.log_bytes = 0
         self._tail = bytearray()
         to_child_r, self._to_child = os.pipe()
@@ -228,11 +232,21 @@ class CandidateProcess:
             raise self._death() from None
 
     def receive(self) -> dict[str, Any]:
-        """The next reply; raises `ChildFailed` on timeout, death, flood or a malformed reply."""
+        """The next reply; raises `ChildFailed` on timeout, death, flood or a malformed reply. A reply
+        whose device entries cannot be opened comes again through the area (`resend`), and this
+        process's link is dropped."""
         try:
             stats: dict[str, float] = {}
-            reply = protocol.recv(self._from_child, self.max_message_bytes, self.deadline, stats, self.area,
-                                  self.device)
+            try:
+                reply = protocol.recv(self._from_child, self.max_message_bytes, self.deadline, stats, self.area,
+                                      self.device, self.link)
+            except protocol.DeviceTransferFailed as e:
+                self.transfer_seconds += stats.get("body_s", 0.0)
+                self.link, self.transfer_note = None, str(e)[:300]
+                protocol.send(self._to_child, {"op": "resend"})
+                stats = {}
+                reply = protocol.recv(self._from_child, self.max_message_bytes, self.deadline, stats, self.area,
+                                      self.device)
             self._idle_since = time.monotonic()
             self.transfer_seconds += stats.get("body_s", 0.0)
         except protocol.ChannelTimeout:

@@ -11,7 +11,7 @@ from kernelgym.judge.pinned_hold import HoldPool, output_meta
 
 def _pool(out, count: int) -> HoldPool:
     pool = HoldPool(host_copy)
-    assert pool.allocate(output_meta(ship_outputs(out)), count, pin=False) == count
+    assert pool.allocate(output_meta(ship_outputs(out)), count, "pageable") == count
     return pool
 
 
@@ -52,5 +52,5 @@ def test_other_layouts_and_an_empty_pool_fall_back_to_fresh_copies():
 def test_overlapping_layouts_are_never_pooled():
     expanded = torch.randn(1, 4).expand(3, 4)
     pool = HoldPool(host_copy)
-    assert pool.allocate(output_meta(ship_outputs(expanded)), 2, pin=False) == 0
+    assert pool.allocate(output_meta(ship_outputs(expanded)), 2, "pageable") == 0
     assert torch.equal(pool.hold(ship_outputs(expanded))["outputs"][0], expanded)

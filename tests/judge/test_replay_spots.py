@@ -51,7 +51,7 @@ def _measure(replayer, seed=11, size=6, reps=30, warmup=2, pooled=False):
         from kernelgym.judge.pinned_hold import HoldPool, output_meta
 
         session.hold_pool = HoldPool(host_copy)
-        assert session.hold_pool.allocate(output_meta(ship_outputs(torch.relu(sets[0][0]))), size + 2, pin=False)
+        assert session.hold_pool.allocate(output_meta(ship_outputs(torch.relu(sets[0][0]))), size + 2, "pageable")
     times = session.op_replay_time({"warmup": warmup, "reps": reps, "flush_bytes": 64, "spot_seed": seed,
                                     "spot_size": size})
     outputs = session.op_replay_timed_outputs({})
