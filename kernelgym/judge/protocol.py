@@ -170,15 +170,15 @@ def _fill(obj: Any, tensors: list[torch.Tensor]) -> Any:
 
 def send(fd: int, obj: Any, area: OutputArea | None = None,
          share: Callable[[torch.Tensor], Any] | None = None) -> None:
-    """Write one message. With `share` (the replay's `Sharer.share`), each CUDA tensor it gives a
-    descriptor for travels as that descriptor; the other tensors go into `area` when they all fit,
+    """Write one message. With `share` (the replay's `Sharer.share`), each tensor it gives a
+    descriptor for (CUDA tensors of its device) travels as that descriptor; the other tensors go into `area` when they all fit,
     else through the pipe. Every copy happens before the first byte is written, so a copy that fails
     (a GPU fault surfacing late) raises here with the channel still clean for an error reply."""
     tensors: list[torch.Tensor] = []
     skeleton = _strip(obj, tensors)
     if any(t.device.type == "cuda" for t in tensors):
         torch.cuda.synchronize()  # nothing queued still writes what is copied or shared below
-    shared = [share(t) if share is not None and t.device.type == "cuda" else None for t in tensors]
+    shared = [share(t) if share is not None else None for t in tensors]
     sizes = [t.numel() * t.element_size() for t in tensors]
     offsets, end = [], 0
     for n, desc in zip(sizes, shared):
