@@ -56,6 +56,7 @@ import logging
 import math
 import mmap
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -81,6 +82,8 @@ class Sharer:
 
     def __init__(self, device: str, counters: mmap.mmap, name: bytes, anchor: torch.Tensor) -> None:
         self.device = torch.device(device)
+        if self.device.index is None:  # "cuda": tensors report their index
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self._counters, self._name, self._anchor = counters, name, anchor  # the anchor keeps the file in use
         self._pending: list[int] = []
         self.uuid = device_uuid(self.device)
@@ -118,11 +121,26 @@ class Sharer:
         self._pending.append(slot)
         return [int(dev), bytes(handle), int(size), int(offset), int(t.storage_offset()), list(t.stride()), self.uuid]
 
+    @property
+    def counters_file(self) -> str:
+        """The counters file's shared-memory name: the parent removes it once this process is gone (a
+        killed process leaves it behind)."""
+        return self._name.decode()
+
     def release(self) -> None:
         """The parent has copied (or given up on) the last reply's tensors: their memory may be reused."""
         for slot in self._pending:
             struct.pack_into("<q", self._counters, _COUNTERS_AT + 8 * slot, 0)
         self._pending.clear()
+
+
+def remove_counters(name: Any) -> None:
+    """Unlink a closed replay process's counters file (`Sharer.counters_file`); only names torch gives."""
+    if isinstance(name, str) and re.fullmatch(r"/torch_\d+_\d+", name):
+        try:
+            os.unlink("/dev/shm" + name)
+        except OSError:
+            pass  # already gone: the process exited cleanly and unlinked it
 
 
 def _counter(counters: mmap.mmap, slot: int) -> int:

@@ -140,6 +140,10 @@ def _offer_device_path(replayer: CandidateProcess, config: JudgeConfig, result: 
 def _note_transfer(replayer: CandidateProcess, result: EvalResult, clock: Any) -> None:
     """Which path the replay's bulk replies took (`EvalResult.transfer`), and their receiving time."""
     link = replayer.link
+    if replayer.counters_file:  # the process is closed by now
+        from kernelgym.judge.device_transfer import remove_counters
+
+        remove_counters(replayer.counters_file)
     result.transfer = "device" if link is not None and link.opened else "area"
     result.transfer_note = replayer.transfer_note
     if replayer.transfer_seconds:
@@ -267,6 +271,8 @@ def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dic
                               "allow_torch_compute": allow_torch, "transfer": transfer, **inputs_source(reference)})
     if reply.get("transfer_note"):  # the replay could not prepare the device path: the area
         replayer.link, replayer.transfer_note = None, str(reply["transfer_note"])[:300]
+    if reply.get("transfer_counters"):
+        replayer.counters_file = str(reply["transfer_counters"])
     _check_error(reply, result, "")
     layers = [f"replay:{x}" for x in _layers(reply)]
     result.confinement += [x for x in layers if x not in result.confinement]

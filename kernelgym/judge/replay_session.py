@@ -123,6 +123,7 @@ class ReplayOps:
             reply["transfer_note"] = self.transfer_note
             if self.sharer is not None:  # the parent's first contact opens this small tensor first
                 reply["transfer_probe"] = torch.randint(-(1 << 62), 1 << 62, (64,), device=self.device)
+                reply["transfer_counters"] = self.sharer.counters_file
         return reply
 
     def op_replay_trial(self, msg: dict) -> dict:

@@ -67,6 +67,7 @@ class CandidateProcess:
         # (`device_transfer.DeviceLink`); None: the area. `transfer_note` says why it was dropped.
         self.link: Any = None
         self.transfer_note = ""
+        self.counters_file: str | None = None  # the replay's CUDA IPC counters file, removed after it closes
         self.log_bytes = 0
         self._tail = bytearray()
         to_child_r, self._to_child = os.pipe()

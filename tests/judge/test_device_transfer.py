@@ -261,3 +261,11 @@ def test_device_holds_are_fingerprinted_and_a_rewrite_is_found():
     assert held[0]["fingerprints"][1] is None and changed_holds(reply, 99) == []
     held[1]["outputs"][0][2, 2] += 1.0  # a later kernel repairs (or spoils) what was kept
     assert changed_holds(reply, 99) == ["the last call on input set 1", "timed call 5"]
+
+
+def test_only_torch_counter_files_are_removed(tmp_path, monkeypatch):
+    removed = []
+    monkeypatch.setattr(os, "unlink", lambda path: removed.append(path))
+    for name in ("/torch_123_456", "/../etc/passwd", "/torch_1_2/../x", None, "/kernelgym-outputs"):
+        device_transfer.remove_counters(name)
+    assert removed == ["/dev/shm/torch_123_456"]
