@@ -316,7 +316,8 @@ def test_copies_that_only_prepare_inputs_are_preparation(tmp_path):
     trace, _ = _record(module, torch.randn(8, 8))
     marked = dict(_prep_names(trace))
     assert marked["aten.clone.default"] is True, marked
-    assert marked["aten.zeros_like.default"] is False  # the output's own fill is torch's, as before
+    # The output's own fill, handed to the kernel afterwards: the kernel writes its result there.
+    assert marked["aten.zeros_like.default"] is True
 
 
 def test_torch_work_on_what_a_kernel_wrote_is_not_preparation(tmp_path):
@@ -360,3 +361,40 @@ def test_an_input_copy_torch_then_changes_is_not_preparation(tmp_path):
     trace, _ = _record(module, torch.randn(8, 8))
     marked = _prep_names(trace)
     assert not any(prep for name, prep in marked if name.startswith(("aten.clone", "aten.masked_fill_"))), marked
+
+
+def test_an_output_copied_then_written_in_place_by_a_kernel_is_preparation(tmp_path):
+    # The honest clone-then-in-place ReLU (tests/redteam/honest/relu_clone_then_inplace_kernel.py): its
+    # clone was half the device time and RH-03 called it a cheat on an H200.
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.s = torch.ones(4)
+
+            def forward(self, x):
+                out = x.contiguous().clone()
+                launch(out, self.s, out)
+                return out
+    """, "kg_rh_inplace")
+    trace, _ = _record(module, torch.randn(8, 8))
+    assert dict(_prep_names(trace))["aten.clone.default"] is True
+
+
+def test_an_output_copy_no_kernel_is_handed_afterwards_is_torchs(tmp_path):
+    # The kernel runs first and writes scratch; the output is torch's copy of the input, which no
+    # later launch touches: torch made it.
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.s = torch.ones(4)
+
+            def forward(self, x):
+                tmp = torch.empty_like(x)
+                launch(x, self.s, tmp)
+                out = x.clone()
+                return out, tmp
+    """, "kg_rh_untouched_copy")
+    trace, _ = _record(module, torch.randn(8, 8))
+    assert dict(_prep_names(trace))["aten.clone.default"] is False
