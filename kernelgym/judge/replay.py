@@ -40,6 +40,9 @@ class Replayer:
         missing = sorted(set(trace.kernels()) - set(specs))
         if missing:
             raise ReplayError(f"kernels launched without a captured source: {missing}")
+        not_kernels = sorted(n for n in trace.kernels() if specs[n].constexpr_function)
+        if not_kernels:
+            raise ReplayError(f"launches of tl.constexpr functions, which are not kernels: {not_kernels}")
         self.trace, self.device = trace, device
         self.kernels = load_kernels(specs)
         self.ops: list[Any] = []

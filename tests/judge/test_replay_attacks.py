@@ -206,3 +206,10 @@ def test_the_replay_refuses_forged_pointers_in_the_compiled_ir(op, words):
     clean = _Compiled("    %3 = tt.load %2 : !tt.ptr<f32>\n")
     r._check_ir("k", clean)
     assert r._ir_checked == {id(clean): clean}  # by compiled kernel: another specialisation of k is read too
+
+
+def test_a_trace_that_launches_a_constexpr_function_is_refused():
+    # A tl.constexpr function is compiled-time Python the front end calls, not a kernel: a child that
+    # reports a launch of one gets the trace refused before anything runs.
+    with pytest.raises(ReplayError, match="not kernels"):
+        _replayer(_spec(KERNEL, constexpr_function=True))
