@@ -3,7 +3,8 @@
 #   GPU 0     launch/ptr_check.sh (the compiled-IR pointer rule), then `judge_v4_check.sh bench` of BENCH_TREES
 #             (default "this:.": e.g. "main:t_main branch:." with `git archive main` unpacked in t_main/),
 #             then launch/precision_probe.py, then the GPU tests with the time left
-#   GPUs 1-3  `judge_v4_check.sh redteam`: every exploit, honest, built-in and external answer, one shard per GPU
+#   GPUs 1-3  `judge_v4_check.sh redteam`, one shard per GPU: first the legitimate answers (built-in, honest,
+#             external: the false-flag side, ~2 min), then every exploit; one report over both
 # The benches run beside the red-team shards (the host's CPUs are shared): compare trees within this call only.
 # Results: $OUT/summary.txt (each part's tail) and $OUT/results.tgz (every file of every part).
 set -uo pipefail
@@ -22,8 +23,13 @@ gpu0() {
   ((t > 30)) && OUT="$work/tests" TESTS_LIMIT_S="$t" bash launch/judge_v4_check.sh tests > "$work/tests.txt" 2>&1
 }
 gpu0 &
-OUT="$work/redteam" REDTEAM_GPUS=1,2,3 REDTEAM_LIMIT_S="$(( $(left) - 20 ))" JOBS="${JOBS:-8}" \
-  bash launch/judge_v4_check.sh redteam > "$work/redteam.txt" 2>&1 &
+redteam() {  # NAME FLAGS: one pass over the three GPUs, cut 20 s before the deadline
+  OUT="$work/$1" REDTEAM_GPUS=1,2,3 REDTEAM_LIMIT_S="$(( $(left) - 20 ))" REDTEAM_FLAGS="$2" JOBS="${JOBS:-8}" \
+    bash launch/judge_v4_check.sh redteam > "$work/$1.txt" 2>&1
+}
+{ redteam legit --no-exploits; redteam exploits --no-legit
+  python -m kernelgym.cli redteam --from-jsonl "$work"/legit/redteam_*.jsonl "$work"/exploits/redteam_*.jsonl \
+    > "$work/redteam.txt" 2>&1; } &
 wait
 { for f in ptr bench probe tests redteam; do echo "===== $f"; tail -n 80 "$work/$f.txt" 2>/dev/null; done
   echo "===== elapsed $((SECONDS - t0)) s"; } > "$out/summary.txt"
