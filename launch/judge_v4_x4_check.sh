@@ -2,6 +2,7 @@
 # Judge v4 on a 4-GPU host in one call (issue 26), everything cut so that it ends by DEADLINE_S (560) from the start:
 #   GPU 0     launch/ptr_check.sh (the compiled-IR pointer rule), then `judge_v4_check.sh bench` of BENCH_TREES
 #             (default "this:.": e.g. "main:t_main branch:." with `git archive main` unpacked in t_main/),
+#             (with IPC=1: launch/ipc_check.sh, the device-transfer branch's tests and bench without/with it),
 #             then launch/precision_probe.py, then the GPU tests with the time left
 #   GPUs 1-3  `judge_v4_check.sh redteam`, one shard per GPU: first the legitimate answers (built-in, honest,
 #             external: the false-flag side, ~2 min), then every exploit; one report over both
@@ -15,8 +16,12 @@ left() { echo $((deadline - (SECONDS - t0))); }
 gpu0() {
   export CUDA_VISIBLE_DEVICES=0
   timeout 120 bash launch/ptr_check.sh > "$work/ptr.txt" 2>&1
-  OUT="$work/bench" BENCH_TREES="${BENCH_TREES:-this:.}" STAGE_LIMIT_S="${BENCH_LIMIT_S:-190}" \
-    bash launch/judge_v4_check.sh bench > "$work/bench.txt" 2>&1
+  if [[ -n ${IPC:-} ]]; then  # the device-transfer branch's own before/after (launch/ipc_check.sh) instead
+    OUT="$work/ipc" STAGE_LIMIT_S="${BENCH_LIMIT_S:-190}" bash launch/ipc_check.sh > "$work/bench.txt" 2>&1
+  else
+    OUT="$work/bench" BENCH_TREES="${BENCH_TREES:-this:.}" STAGE_LIMIT_S="${BENCH_LIMIT_S:-190}" \
+      bash launch/judge_v4_check.sh bench > "$work/bench.txt" 2>&1
+  fi
   local t; t=$(( $(left) < 90 ? $(left) : 90 ))
   ((t > 10)) && timeout "$t" python launch/precision_probe.py --device cuda > "$work/probe.txt" 2>&1
   t=$(( $(left) - 5 ))
