@@ -211,14 +211,16 @@ class Trace:
         there, and the copy's time is in the measured runtime either way. An output no kernel is handed
         after the copy is torch's."""
         prepared: set[int] = set()  # scratch whose bytes came from inputs/state/constants only
-        derived: set[int] = set()  # scratch a kernel was handed or torch made from such
+        derived: set[int] = set()  # scratch or state a kernel was handed or torch made from such
         found: set[int] = set()
         touched: list[set[int]] = []  # per entry, the buffers an aten entry reads or writes
         for i, e in enumerate(self.entries):
             touched.append(set() if "launch" in e else _buffers([*e["args"], *e["kwargs"].values(), *e["outs"]]))
             if "launch" in e:
                 handed = _buffers(e["args"])
-                derived |= {b for b in handed if self.buffers[b]["kind"] == "scratch"}
+                # Scratch and the model's state a kernel was handed may hold what it computed from then
+                # on (a mask kept in a registered buffer); inputs cannot (written inputs are RH-10).
+                derived |= {b for b in handed if self.buffers[b]["kind"] in ("scratch", "state")}
                 prepared -= handed
                 continue
             packet = e["aten"].split(".")[1]
@@ -226,12 +228,13 @@ class Trace:
             read = _buffers([*e["args"], *e["kwargs"].values()]) - written
             if packet.endswith("_") and packet not in COPIES and packet != "fill_":
                 read |= written  # an in-place op other than a fill or a copy reads what it writes
-            clean = all(self.buffers[b]["kind"] in ("input", "state") or b in prepared for b in read)
+            clean = all((self.buffers[b]["kind"] in ("input", "state") and b not in derived) or b in prepared
+                        for b in read)
             if clean and not (written & derived):
                 found.add(i)
                 prepared |= {b for b in written if self.buffers[b]["kind"] == "scratch"}
             else:
-                derived |= {b for b in written if self.buffers[b]["kind"] == "scratch"}
+                derived |= {b for b in written if self.buffers[b]["kind"] in ("scratch", "state")}
                 prepared -= written
         outputs = _buffers(self.outputs)
         for i in sorted(found):
