@@ -143,7 +143,7 @@ def _compile(jit: Any, backend: Any, target: Any, bound: Any, specialization: An
             if gap:
                 log.warning("GPU front-end check of %s inconclusive: %s", jit.__name__, gap[0])
                 return None
-            return e
+            return _without_frames(e)
         except Exception as e:  # noqa: BLE001 - outside the code generator: not the GPU's verdict
             log.warning("GPU front-end check of %s skipped: %s: %s", jit.__name__, type(e).__name__, e)
             return None
@@ -161,6 +161,18 @@ def _compile(jit: Any, backend: Any, target: Any, bound: Any, specialization: An
         return None
     # The GPU's verdict, `invalid_answer`, whichever process launched it first (launch hook or replay).
     return ForgedPointerError(f"kernel {jit.__name__}: {forged_pointer_text(ops)}")
+
+
+def _without_frames(error: BaseException) -> BaseException:
+    """`error` kept for later launches without its tracebacks: their frames hold the code generator's
+    MLIR objects, which would outlive their context (nanobind reports them leaked at exit)."""
+    seen = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        e.__traceback__ = None
+        e = e.__cause__ or e.__context__
+    return error
 
 
 def _launch_options(jit: Any, kwargs: dict) -> dict:
