@@ -1,5 +1,5 @@
 # task: batch_norm_inference
-# style: the data answer with its weight and bias read by a @triton.jit(noinline=True) helper that tests the pointer's truthiness (`if ptr:`, FlagGems' optional-argument idiom). Red-team round v4f: ok on the CPU; on a GPU the replay's IR check refuses it (the null-test exemption covers only the public kernel's own pointer arguments, since a helper's argument may be an offset pointer: tests/judge/test_forged_pointers_v4f.py, xfail): a known GPU false flag, kept here so a GPU run of the honest corpus shows it
+# style: the data answer with its weight and bias read by a @triton.jit(noinline=True) helper that tests the pointer's truthiness (`if ptr:`, FlagGems' optional-argument idiom). Red-team round v4f: the IR check refuses it on a GPU and, since the CPU reads the TTIR of Triton's GPU front end (kernelgym/judge/front_end.py), on the CPU too (xfail in tests/redteam/test_redteam.py) (the null-test exemption covers only the public kernel's own pointer arguments, since a helper's argument may be an offset pointer: tests/judge/test_forged_pointers_v4f.py, xfail): a known GPU false flag, kept here so a GPU run of the honest corpus shows it
 import torch
 import torch.nn as nn
 import triton
