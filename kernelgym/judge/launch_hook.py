@@ -201,7 +201,7 @@ def refuse_forged_pointers_in_interpreter() -> None:
 
 def _refusing(op: str):  # noqa: ANN202
     def refuse(self, *args, **kwargs):  # noqa: ANN001, ANN202 - mirrors the builder's methods
-        raise ForgedPointerError(_forged_message([op]))
+        raise ForgedPointerError(forged_pointer_text([op]))
 
     refuse._kernelgym_hook = True
     return refuse
@@ -345,7 +345,7 @@ def _reject_forged_pointers(fn: Any, compiled: Any) -> None:
     else:
         ops = forged_pointer_ops(ir)
         if ops:
-            raise ForgedPointerError(f"kernel {fn.__name__}: {_forged_message(ops)}")
+            raise ForgedPointerError(f"kernel {fn.__name__}: {forged_pointer_text(ops)}")
     _CHECKED[id(compiled)] = compiled
 
 
@@ -355,7 +355,7 @@ def forged_pointer_message(compiled: Any) -> str | None:
     asm = getattr(compiled, "asm", None)
     ir = _ir_text(asm) if asm is not None else None
     ops = forged_pointer_ops(ir) if ir else []
-    return _forged_message(ops) if ops else None
+    return forged_pointer_text(ops) if ops else None
 
 
 def _ir_text(asm: Any) -> str | None:
@@ -371,7 +371,8 @@ def _ir_text(asm: Any) -> str | None:
     return None
 
 
-def _forged_message(ops: list[str]) -> str:
+def forged_pointer_text(ops: list[str]) -> str:
+    """The refusal's text for `forged_pointer_ops`' findings (one wording on GPU and CPU)."""
     what = "; ".join(FORGED_POINTER_OPS.get(op, NESTED_POINTER) + f" [{op}]" for op in ops)
     return (f"{what}: outside the answer contract; a kernel may reach memory only through the pointers it is "
             "passed (with offsets), and may not run inline assembly")
