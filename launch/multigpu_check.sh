@@ -27,7 +27,7 @@
 # Env: STAGE; DEVICES=gpu|cpu (cpu: CPU Ray workers and CPU judging, to test the script without a GPU;
 #   NCPU of them, default 2); PER_GPU (40; cpu 2) answers per GPU for local and ray, NODES_PER_GPU (10; cpu 2);
 #   JOBS (8) per worker; WARM_S (15): the ray stage's wait for the actors' warm pools; TRAIN_STEPS (3);
-#   MODEL=auto|tiny|smollm2 (auto: smollm2 once its GGUF was carried); LOCAL_CAP_S (130): the cap of each local run; BUDGET_S (540): a stage that no
+#   MODEL=auto|tiny|smollm2 (auto: smollm2 once its GGUF was carried); LOCAL_CAP_S (130) each local run's cap, RAY_CAP_S (200), NODES_CAP_S (150) those stages' (the cluster's start included); BUDGET_S (540): a stage that no
 #   longer fits is skipped (summary: "skipped": "budget"; run it in a second call with STAGE=...);
 #   RAY_PORT (6379), PORT (8123) of the services; WORK (/tmp/kgmc): scratch, deleted at the start.
 set -uo pipefail
@@ -121,8 +121,8 @@ fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 # --- helpers ----------------------------------------------------------------------------------------
-cap_for() {  # CAP: CAP seconds, or what is left of the budget (keeping 20 s for the summary); 0: skip
-  local left=$((budget - (SECONDS - t_start) - 20))
+cap_for() {  # CAP [RESERVE]: CAP seconds, or what is left of the budget less RESERVE (20 s: the summary); 0: skip
+  local left=$((budget - (SECONDS - t_start) - ${2:-20}))
   if ((left < 30)); then echo 0; elif ((left < $1)); then echo "$left"; else echo "$1"; fi
 }
 capped() {  # CAP LOG CMD...: CMD in a process group of its own, stopped after CAP s; what it leaves is killed
@@ -453,7 +453,7 @@ stage_local() {  # one GPU, two, then all
 }
 
 stage_ray() {  # head + one worker per GPU on 127.0.0.1; the bench over HTTP with one actor killed
-  local cap g serve_pid; cap=$(cap_for 200); ((cap)) || { skip ray; return; }
+  local cap g serve_pid t_stage=$SECONDS; cap=$(cap_for "${RAY_CAP_S:-200}"); ((cap)) || { skip ray; return; }
   note "ray: head + $n_dev workers on 127.0.0.1, serve, n=$((per * n_dev)), one actor killed (cap ${cap}s)"
   local log="$work/logs/ray_cluster.log" ray_env=(RAY_TMPDIR="$rt" MULTIGPU_CHECK_RUN="$rt" KERNELGYM_CACHE_DIR="$work/cache_ray")
   env "${ray_env[@]}" NODE_IP=127.0.0.1 $head_env RAY_PORT="$ray_port" bash launch/ray_head.sh start >>"$log" 2>&1 \
@@ -466,7 +466,11 @@ stage_ray() {  # head + one worker per GPU on 127.0.0.1; the bench over HTTP wit
     MIN_GPUS="$min_gpus" WAIT_S=60 RAY_ADDRESS="127.0.0.1:$ray_port" bash launch/ray_head.sh serve \
     >"$work/logs/ray_serve.log" 2>&1 &
   serve_pid=$!
-  note "ray: cluster up, the service starting"
+  # The cluster's start (70 s on a 4 x H200 host) came out of the stage's cap: the bench gets what is
+  # left, less the teardown (stop_group and ray_down: up to ~30 s), or the call outlives its limit.
+  cap=$(cap_for $((cap - (SECONDS - t_stage) - 30)) 50)
+  note "ray: cluster up, the service starting (bench cap ${cap}s)"
+  ((cap)) || { skip ray; stop_group "$serve_pid"; ray_down ray; return; }
   capped "$cap" "$work/logs/ray_bench.log" env MULTIGPU_CHECK_RUN="$rt" "$PYTHON" "$work/py/http_bench.py" \
     --url "http://127.0.0.1:$port" --n $((per * n_dev)) --actors "$n_dev" --warm "$warm_s" --kill --pid "$serve_pid" \
     --json "$work/ray.json"
@@ -476,7 +480,7 @@ stage_ray() {  # head + one worker per GPU on 127.0.0.1; the bench over HTTP wit
 }
 
 stage_nodes() {  # two "nodes" (worker groups with disjoint GPUs) joining the head over the network interface
-  local cap ip token half serve_pid; cap=$(cap_for 150); ((cap)) || { skip nodes; return; }
+  local cap ip token half serve_pid t_stage=$SECONDS; cap=$(cap_for "${NODES_CAP_S:-150}"); ((cap)) || { skip nodes; return; }
   ((n_dev >= 2)) || { note "nodes: needs 2 devices"; echo "one device" > "$work/nodes.skipped"; return; }
   ip=$(hostname -I | awk '{print $1}'); ip="${ip:-127.0.0.1}"; token=$("$PYTHON" -c "import secrets; print(secrets.token_hex(16))")
   half=$((n_dev / 2))
@@ -492,6 +496,8 @@ stage_nodes() {  # two "nodes" (worker groups with disjoint GPUs) joining the he
     DEVICES="$serve_devices" MIN_GPUS="$min_gpus" WAIT_S=60 bash launch/ray_head.sh serve \
     >"$work/logs/nodes_serve.log" 2>&1 &
   serve_pid=$!
+  cap=$(cap_for $((cap - (SECONDS - t_stage) - 30)) 50)  # as in the ray stage: the cluster's start and the teardown come out of the cap
+  ((cap)) || { skip nodes; stop_group "$serve_pid"; ray_down nodes; return; }
   capped "$cap" "$work/logs/nodes_bench.log" env MULTIGPU_CHECK_RUN="$rt" KERNELGYM_TOKEN="$token" "$PYTHON" \
     "$work/py/http_bench.py" --url "http://$ip:$port" --n $((per_nodes * n_dev)) --actors "$n_dev" \
     --warm 5 --pid "$serve_pid" --json "$work/nodes.json"

@@ -119,6 +119,16 @@ _DRIVER_PATHS = frozenset({
     "triton.runtime.driver.active.utils.get_device_properties"})  # fmt: skip
 # Objects (and what lies under them) of modules outside the contract that real code names: Liger-Kernel's
 # DTensor paths. None of them starts a process group (init_process_group / init_device_mesh stay out).
+# Names of private torch modules that real Triton libraries import one by one (FlagGems' dtype predicates and
+# type promotion): plain functions and an enum of torch._prims_common that read dtypes and dims and return
+# values. Only `from MODULE import NAME` of these; the module object itself (whose attributes reach
+# `inspect` through `wrappers`) stays out.
+_PRIVATE_FROM_IMPORTS: dict[str, frozenset[str]] = {
+    "torch._prims_common": frozenset({
+        "is_boolean_dtype", "is_integer_dtype", "is_float_dtype", "is_complex_dtype", "is_low_precision_dtype",
+        "canonicalize_dim", "canonicalize_dims", "elementwise_dtypes", "ELEMENTWISE_TYPE_PROMOTION_KIND",
+        "get_computation_dtype", "is_weakly_lesser_type", "dtype_to_type"}),
+}  # fmt: skip
 _EXTRA_PATHS = frozenset({"torch.distributed.tensor.DTensor", "torch.distributed.tensor.distribute_tensor",
                           "torch.distributed.tensor.Replicate", "torch.distributed.tensor.Shard",
                           "torch.distributed.is_available", "torch.distributed.is_initialized"})
@@ -384,6 +394,12 @@ class _Scanner(ast.NodeVisitor):
         module = node.module or ""
         if node.level:
             self.ban(node, "a relative import", "an answer is a single module")
+            return
+        if module in _PRIVATE_FROM_IMPORTS:
+            for a in node.names:
+                if a.name not in _PRIVATE_FROM_IMPORTS[module]:
+                    self.ban(node, f"'from {module} import {a.name}'", f"of the private module {module} an answer may "
+                             f"import only {', '.join(sorted(_PRIVATE_FROM_IMPORTS[module]))}")
             return
         if not module_allowed(module):
             self.ban(node, f"import from '{module}'", f"{_module_reason(module)}{_ALLOWED_IMPORTS}")

@@ -562,8 +562,11 @@ _HARNESS = (
     ("kernelgym.judge.inputs", ("make_inputs", "digest", "varied_copy", "clone_values", "swap_probe")),
     ("kernelgym.judge.launch_hook", ("install", "take", "record_storages", "recorded_storages", "_record",
                                      "_reject_constexpr_tensors", "_reject_forged_pointers", "forged_pointer_ops",
-                                     "_ir_text", "_forged_message", "_check_arguments", "argument_problem",
+                                     "_ir_text", "forged_pointer_text", "_check_arguments", "argument_problem",
                                      "_wrapped_tensor_problem", "_param_names", "_constexpr_params")),
+    # the GPU front end run before each interpreted launch (CPU); its refusals are verdicts
+    ("kernelgym.judge.front_end", ("check", "_compile", "_compile_mode", "_jit_of", "_language_swaps",
+                                   "_launch_options", "_binder", "_backend")),
     ("kernelgym.judge.op_audit", ("recording", "paused", "resumed", "forbidden", "_resumed_call", "_mode_class",
                                   "_counting")),
     ("torch._tensor_str", ("_str",)),
@@ -586,6 +589,7 @@ _HARNESS_METHODS = (
     # the launch hook's refusals of forged pointers on the CPU (`launch_hook.refuse_forged_pointers_in_interpreter`)
     ("triton.runtime.interpreter", "InterpreterBuilder", ("create_int_to_ptr", "create_ptr_to_int",
                                                           "create_inline_asm")),
+    ("triton.runtime.interpreter", "InterpretedFunction", ("run", "__call__")),
 )
 
 

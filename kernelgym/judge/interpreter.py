@@ -83,6 +83,9 @@ def make_interpreter_faithful() -> None:
     from kernelgym.judge import interpreter_semantics
 
     interpreter_semantics.install()  # `and`/`or`, program order, float scalars, grid arguments: as on a GPU
+    from kernelgym.judge import front_end
+
+    front_end.install()  # what Triton's GPU front end refuses is refused here too, before the launch
     _INSTALLED = True
 
 

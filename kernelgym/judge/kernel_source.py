@@ -75,11 +75,16 @@ class KernelSpec:
     helpers: list[str] = field(default_factory=list)  # names of other captured kernels it calls
     imports: dict[str, str] = field(default_factory=dict)  # name -> "module:attr" of a Triton language object
     jit_options: dict[str, Any] = field(default_factory=dict)
+    # A plain function wrapped in `tl.constexpr` (FlagGems' `@tl.constexpr def get_scan_accum_type(dtype)`):
+    # the front end calls it at compile time with constexpr values (dtypes, numbers). It is checked like a
+    # kernel body and rebuilt under `@triton.language.constexpr`, never launched.
+    constexpr_function: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "src": self.src, "modules": dict(self.modules), "constants": dict(self.constants),
                 "constexpr_constants": list(self.constexpr_constants), "helpers": list(self.helpers),
-                "imports": dict(self.imports), "jit_options": dict(self.jit_options)}
+                "imports": dict(self.imports), "jit_options": dict(self.jit_options),
+                "constexpr_function": self.constexpr_function}
 
     @classmethod
     def from_wire(cls, d: Any) -> "KernelSpec":
@@ -87,7 +92,8 @@ class KernelSpec:
             raise ValueError("malformed kernel spec")
         return cls(name=d["name"], src=d["src"], modules=dict(d.get("modules") or {}),
                    constants=dict(d.get("constants") or {}), constexpr_constants=list(d.get("constexpr_constants") or []),
-                   helpers=list(d.get("helpers") or []), imports=dict(d.get("imports") or {}), jit_options=dict(d.get("jit_options") or {}))
+                   helpers=list(d.get("helpers") or []), imports=dict(d.get("imports") or {}),
+                   jit_options=dict(d.get("jit_options") or {}), constexpr_function=d.get("constexpr_function") is True)
 
 
 # ---------------------------------------------------------------- capture (untrusted child side)
@@ -105,14 +111,18 @@ def capture(kernel: Any, into: dict[str, KernelSpec]) -> str:
     fn = getattr(kernel, "fn", None)
     if fn is None or not inspect.isfunction(fn):
         raise CaptureError(f"{kernel!r} is not a @triton.jit function")
+    return _capture_function(fn, into, _jit_options(kernel), constexpr_function=False)
+
+
+def _capture_function(fn: Any, into: dict[str, KernelSpec], jit_options: dict[str, Any], constexpr_function: bool) -> str:
     name = fn.__name__
     src = function_source(fn)
     existing = into.get(name)
     if existing is not None:
-        if existing.src != src:
+        if existing.src != src or existing.constexpr_function != constexpr_function:
             raise CaptureError(f"two different kernels are named {name}: give each @triton.jit function its own name")
         return name
-    spec = KernelSpec(name=name, src=src, jit_options=_jit_options(kernel))
+    spec = KernelSpec(name=name, src=src, jit_options=jit_options, constexpr_function=constexpr_function)
     into[name] = spec
     scope = dict(fn.__globals__)
     if fn.__closure__:
@@ -144,6 +154,8 @@ def _capture_global(spec: KernelSpec, ref: str, value: Any, into: dict[str, Kern
         spec.helpers.append(capture(value, into))
     elif _triton_object(value):
         spec.imports[ref] = f"{value.__module__}:{value.__name__}"
+    elif isinstance(value, tlcore.constexpr) and inspect.isfunction(value.value):
+        spec.helpers.append(_capture_function(value.value, into, {}, constexpr_function=True))
     elif isinstance(value, tlcore.constexpr):
         spec.constants[ref] = encode_constant(value.value, f"kernel {spec.name}: global {ref}")
         spec.constexpr_constants.append(ref)
@@ -238,6 +250,8 @@ def kernel_problems(specs: dict[str, KernelSpec]) -> list[str]:
         if not _IDENT.match(spec.name) or keyword.iskeyword(spec.name):
             problems.append(f"kernel name {spec.name!r} is not an identifier")
             continue
+        if spec.constexpr_function is not False and (spec.constexpr_function is not True or spec.jit_options):
+            problems.append(f"function {spec.name}: a tl.constexpr function takes no @triton.jit options")
         for key, value in spec.jit_options.items():
             if key not in JIT_OPTIONS or not _jit_option_ok(value):
                 problems.append(f"kernel {spec.name}: @triton.jit option {key!r} is not plain data")
@@ -677,7 +691,9 @@ def module_text(specs: dict[str, KernelSpec]) -> str:
                          else f"{name} = {expr}")
     for spec in specs.values():
         opts = ", ".join(f"{k}={v!r}" for k, v in sorted(spec.jit_options.items()))
-        lines += ["", "", f"@triton.jit({opts})" if opts else "@triton.jit", spec.src.rstrip()]
+        decorator = "@triton.language.constexpr" if spec.constexpr_function else (
+            f"@triton.jit({opts})" if opts else "@triton.jit")
+        lines += ["", "", decorator, spec.src.rstrip()]
     return "\n".join(lines) + "\n"
 
 

@@ -27,6 +27,7 @@ import inspect
 import logging
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 _STATE: dict[str, Any] = {"module": None, "record": False}
@@ -73,8 +74,11 @@ class ForgedPointerError(RuntimeError):
 _SSA = r"%[\w.$-]+"
 # A function header: its symbol bare or quoted (Triton mangles a noinline helper's constexpr arguments into
 # its name, and a string with a space makes MLIR quote it: red-team v4f).
-_FUNC = re.compile(r'^\s*tt\.func\s+(public\s+|private\s+|nested\s+)?@(?:[\w.$-]+|"(?:[^"\\]|\\.)*")\((.*)$')
+_SYMBOL = r'@(?:[\w.$-]+|"(?:[^"\\]|\\.)*")'
+_FUNC = re.compile(rf"^\s*tt\.func\s+(public\s+|private\s+|nested\s+)?({_SYMBOL})\((.*)$")
 _FUNC_WORD = re.compile(r"\btt\.func\b")
+_CALL = re.compile(rf"\btt\.call\s+({_SYMBOL})\(([^()]*)\)")
+_CALL_WORD = re.compile(r"\btt\.call\b")
 _ARG = re.compile(rf"({_SSA})\s*:")
 _ARG_NULL_CAST = re.compile(rf"^\s*({_SSA})\s*=\s*tt\.ptr_to_int\s+({_SSA})\s*:\s*!tt\.ptr<[^<>]*>\s*->\s*i64\b")
 _ANY_CAST = re.compile(r"\btt\.ptr_to_int\b")
@@ -82,37 +86,70 @@ _ZERO_I64 = re.compile(rf"^\s*({_SSA})\s*=\s*arith\.constant\s+0\s*:\s*i64\b")
 _NULL_TEST = re.compile(rf"^\s*{_SSA}\s*=\s*arith\.cmpi\s+(?:eq|ne)\s*,\s*({_SSA})\s*,\s*({_SSA})\s*:\s*i64\b")
 
 
-def _functions(ttir: str) -> list[tuple[bool, set[str], list[str]]]:
-    """(public, argument names, body lines) of each `tt.func` in the module; SSA names are per function."""
-    funcs: list[tuple[bool, set[str], list[str]]] = []
+@dataclass
+class _Func:
+    """One `tt.func` of a module: SSA names are per function."""
+
+    name: str
+    public: bool
+    args: list[str]
+    body: list[str] = field(default_factory=list)
+
+
+def _functions(ttir: str) -> list[_Func]:
+    """Each `tt.func` of the module, or [] when a header or a call does not read as expected."""
+    funcs: list[_Func] = []
     for line in ttir.splitlines():
         head = _FUNC.match(line)
-        if _FUNC_WORD.search(line) and not head:
-            return []  # a header this reading does not understand: no exemption (callers refuse)
+        if (_FUNC_WORD.search(line) and not head) or len(_CALL_WORD.findall(line)) != len(_CALL.findall(line)):
+            return []  # a header or call this reading does not understand: no exemption (callers refuse)
         if head:
-            funcs.append((head.group(1) is not None and head.group(1).strip() == "public",
-                          set(_ARG.findall(head.group(2))), []))
+            funcs.append(_Func(head.group(2), head.group(1) is not None and head.group(1).strip() == "public",
+                               _ARG.findall(head.group(3))))
         elif funcs:
-            funcs[-1][2].append(line)
+            funcs[-1].body.append(line)
     return funcs
+
+
+def _kernel_pointer(funcs: list[_Func], func: _Func, arg: str, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether `arg` of `func` is always a public kernel's own pointer argument: it is one, or `func` is a
+    (noinline) helper every `tt.call` of which passes, in that place, such an argument of its caller
+    (FlagGems' `if ptr:` moved into a helper, red-team v4f). An offset pointer passed anywhere, or a call
+    cycle, is not."""
+    if func.public:
+        return arg in func.args
+    if func.name in seen or arg not in func.args:
+        return False
+    place = func.args.index(arg)
+    for caller in funcs:
+        for line in caller.body:
+            for callee, operands in _CALL.findall(line):
+                if callee != func.name:
+                    continue
+                passed = [o.strip() for o in operands.split(",")] if operands.strip() else []
+                if len(passed) <= place or not _kernel_pointer(funcs, caller, passed[place], seen | {func.name}):
+                    return False
+    return True
 
 
 def _only_null_tests(ttir: str) -> bool:
     """Every `tt.ptr_to_int` is Triton's lowering of a kernel argument's truthiness (`if weight_ptr:`,
-    FlagGems' optional-argument idiom): a scalar pointer argument of the public kernel cast to i64 and
-    only compared (eq/ne) with a zero i64 constant of the same function. Null or not is all that learns.
-    Any other operand can be an offset pointer, `x_ptr - k`, whose null test is an equality test of the
-    address: a search over candidate offsets finds it (red-team v4f); so can a helper's argument."""
+    FlagGems' optional-argument idiom): a scalar pointer argument of the public kernel (or of a helper
+    that is always handed one, `_kernel_pointer`) cast to i64 and only compared (eq/ne) with a zero i64
+    constant of the same function. Null or not is all that learns. Any other operand can be an offset
+    pointer, `x_ptr - k`, whose null test is an equality test of the address: a search over candidate
+    offsets finds it (red-team v4f)."""
     funcs = _functions(ttir)
     if not funcs:
         return False
-    for public, args, body in funcs:
+    for func in funcs:
+        body = func.body
         zeros = {m.group(1) for m in map(_ZERO_I64.match, body) if m}
         for line in body:
             if not _ANY_CAST.search(line):
                 continue
             cast = _ARG_NULL_CAST.match(line)
-            if not (public and cast and cast.group(2) in args):
+            if not (cast and _kernel_pointer(funcs, func, cast.group(2))):
                 return False
             name = cast.group(1)
             use = re.compile(re.escape(name) + r"(?![\w.$-])")
@@ -164,7 +201,7 @@ def refuse_forged_pointers_in_interpreter() -> None:
 
 def _refusing(op: str):  # noqa: ANN202
     def refuse(self, *args, **kwargs):  # noqa: ANN001, ANN202 - mirrors the builder's methods
-        raise ForgedPointerError(_forged_message([op]))
+        raise ForgedPointerError(forged_pointer_text([op]))
 
     refuse._kernelgym_hook = True
     return refuse
@@ -308,7 +345,7 @@ def _reject_forged_pointers(fn: Any, compiled: Any) -> None:
     else:
         ops = forged_pointer_ops(ir)
         if ops:
-            raise ForgedPointerError(f"kernel {fn.__name__}: {_forged_message(ops)}")
+            raise ForgedPointerError(f"kernel {fn.__name__}: {forged_pointer_text(ops)}")
     _CHECKED[id(compiled)] = compiled
 
 
@@ -318,7 +355,7 @@ def forged_pointer_message(compiled: Any) -> str | None:
     asm = getattr(compiled, "asm", None)
     ir = _ir_text(asm) if asm is not None else None
     ops = forged_pointer_ops(ir) if ir else []
-    return _forged_message(ops) if ops else None
+    return forged_pointer_text(ops) if ops else None
 
 
 def _ir_text(asm: Any) -> str | None:
@@ -334,7 +371,8 @@ def _ir_text(asm: Any) -> str | None:
     return None
 
 
-def _forged_message(ops: list[str]) -> str:
+def forged_pointer_text(ops: list[str]) -> str:
+    """The refusal's text for `forged_pointer_ops`' findings (one wording on GPU and CPU)."""
     what = "; ".join(FORGED_POINTER_OPS.get(op, NESTED_POINTER) + f" [{op}]" for op in ops)
     return (f"{what}: outside the answer contract; a kernel may reach memory only through the pointers it is "
             "passed (with offsets), and may not run inline assembly")

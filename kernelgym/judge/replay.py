@@ -29,6 +29,29 @@ class ReplayError(Exception):
     """The trace cannot be replayed as recorded: outside the answer contract (says why)."""
 
 
+class NestedLaunchError(ReplayError):
+    """A kernel was launched while another launch was under way: from Python the front end ran while it
+    compiled (`h[grid](...)` in a kernel body or in a `tl.constexpr` function), or from a kernel body the
+    CPU interpreter ran. Such a launch is in no trace and its compiled IR is never checked."""
+
+
+def _guard_launches(kernel: Any, active: list[bool]) -> None:
+    """Make `kernel[grid](...)` refuse to start while another guarded launch is running."""
+    run = kernel.run
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if active[0]:
+            raise NestedLaunchError(f"kernel {getattr(kernel, '__name__', '?')} was launched from inside another "
+                                    "launch (while it compiled or ran); kernels are launched only by the trace")
+        active[0] = True
+        try:
+            return run(*args, **kwargs)
+        finally:
+            active[0] = False
+
+    kernel.run = guarded
+
+
 class Replayer:
     """One trace made runnable: kernels rebuilt, operators resolved, state on the device."""
 
@@ -40,8 +63,15 @@ class Replayer:
         missing = sorted(set(trace.kernels()) - set(specs))
         if missing:
             raise ReplayError(f"kernels launched without a captured source: {missing}")
+        not_kernels = sorted(n for n in trace.kernels() if specs[n].constexpr_function)
+        if not_kernels:
+            raise ReplayError(f"launches of tl.constexpr functions, which are not kernels: {not_kernels}")
         self.trace, self.device = trace, device
         self.kernels = load_kernels(specs)
+        active = [False]  # a launch of this replay is running
+        for name, kernel in self.kernels.items():
+            if not specs[name].constexpr_function:
+                _guard_launches(kernel, active)
         self.ops: list[Any] = []
         for e in trace.entries:
             self.ops.append(self._resolve(e["aten"], allow_torch_compute) if "aten" in e else None)
@@ -117,6 +147,13 @@ class Replayer:
                     # The CPU interpreter's builder refused a forged pointer (wrapped by the interpreter).
                     if type(err.__cause__).__name__ == "ForgedPointerError":
                         raise ReplayError(f"kernel {e['launch']}: {err.__cause__}") from None
+                    cause: BaseException | None = err
+                    for _ in range(32):  # the refusal, however deep Triton wrapped it
+                        if cause is None or isinstance(cause, NestedLaunchError):
+                            break
+                        cause = cause.__cause__ or cause.__context__
+                    if isinstance(cause, NestedLaunchError) and cause is not err:
+                        raise ReplayError(f"kernel {e['launch']}: {cause}") from None
                     raise
                 if self._ir_checked.get(id(compiled)) is not compiled:  # each specialisation once
                     self._check_ir(e["launch"], compiled)

@@ -204,17 +204,23 @@ class Trace:
         the reduced dim permuted last and `.contiguous()` before the kernel). None of them can carry what a
         kernel computed; an entry that reads a buffer a kernel was handed (a `masked_fill_` steered by a
         kernel-written mask) or torch made from one is not preparation, and neither is one whose result
-        torch touches again in a later entry that is not preparation, or that is (part of) an output:
-        `out = x.clone(); out.masked_fill_(mask, 0)` prepares nothing, torch made the output."""
+        torch touches again in a later entry that is not preparation: `out = x.clone();
+        out.masked_fill_(mask, 0)` prepares nothing, torch made the output. An output torch fills or copies
+        into is preparation only when a later launch is handed it (`out = x.clone()` then an in-place
+        kernel on `out`; `torch.zeros` then an accumulating kernel): the kernel writes what it computes
+        there, and the copy's time is in the measured runtime either way. An output no kernel is handed
+        after the copy is torch's."""
         prepared: set[int] = set()  # scratch whose bytes came from inputs/state/constants only
-        derived: set[int] = set()  # scratch a kernel was handed or torch made from such
+        derived: set[int] = set()  # scratch or state a kernel was handed or torch made from such
         found: set[int] = set()
         touched: list[set[int]] = []  # per entry, the buffers an aten entry reads or writes
         for i, e in enumerate(self.entries):
             touched.append(set() if "launch" in e else _buffers([*e["args"], *e["kwargs"].values(), *e["outs"]]))
             if "launch" in e:
                 handed = _buffers(e["args"])
-                derived |= {b for b in handed if self.buffers[b]["kind"] == "scratch"}
+                # Scratch and the model's state a kernel was handed may hold what it computed from then
+                # on (a mask kept in a registered buffer); inputs cannot (written inputs are RH-10).
+                derived |= {b for b in handed if self.buffers[b]["kind"] in ("scratch", "state")}
                 prepared -= handed
                 continue
             packet = e["aten"].split(".")[1]
@@ -222,12 +228,13 @@ class Trace:
             read = _buffers([*e["args"], *e["kwargs"].values()]) - written
             if packet.endswith("_") and packet not in COPIES and packet != "fill_":
                 read |= written  # an in-place op other than a fill or a copy reads what it writes
-            clean = all(self.buffers[b]["kind"] in ("input", "state") or b in prepared for b in read)
+            clean = all((self.buffers[b]["kind"] in ("input", "state") and b not in derived) or b in prepared
+                        for b in read)
             if clean and not (written & derived):
                 found.add(i)
                 prepared |= {b for b in written if self.buffers[b]["kind"] == "scratch"}
             else:
-                derived |= {b for b in written if self.buffers[b]["kind"] == "scratch"}
+                derived |= {b for b in written if self.buffers[b]["kind"] in ("scratch", "state")}
                 prepared -= written
         outputs = _buffers(self.outputs)
         for i in sorted(found):
@@ -235,7 +242,8 @@ class Trace:
             packet = e["aten"].split(".")[1]
             made = _buffers(e["outs"]) | (_buffers(e["args"][:1]) if packet.endswith("_") else set())
             later = set().union(*(touched[j] for j in range(i + 1, len(self.entries)) if j not in found))
-            if made & (outputs | later):
+            handed_later = set().union(*(_buffers(x["args"]) for x in self.entries[i + 1:] if "launch" in x))
+            if made & later or (made & outputs) - handed_later:
                 found.discard(i)
         return found
 

@@ -160,11 +160,36 @@ module {
 """
 
 
-@pytest.mark.xfail(strict=True, reason="v4f false flag: a noinline helper's `if ptr:` is refused (before 349ab7e by SSA names "
-                   "looked up across functions; since, because a helper's argument may be an offset pointer). "
-                   "Accepting it needs every tt.call of the helper to pass a public kernel argument there")
 def test_a_null_test_in_a_noinline_helper_is_not_forged():
+    # Every tt.call of the helper passes the kernel's own %w_ptr in the tested place (v4f false flag, fixed).
     assert forged_pointer_ops(NOINLINE_NULL_TEST_TTIR) == []
+
+
+def test_a_helper_handed_an_offset_pointer_anywhere_is_refused():
+    # One more call site passes `%0` (out_ptr + base): the helper's null test is then an address test.
+    ttir = NOINLINE_NULL_TEST_TTIR.replace(
+        "    tt.return\n  }\n  tt.func private",
+        "    %x = tt.call @optional_affine__Pfp32_i32_c1.0(%0, %c) : (!tt.ptr<f32>, i32) -> f32\n"
+        "    tt.return\n  }\n  tt.func private", 1)
+    assert ttir != NOINLINE_NULL_TEST_TTIR
+    assert forged_pointer_ops(ttir) == ["tt.ptr_to_int"]
+
+
+def test_a_helper_reached_through_another_helper_needs_the_kernels_pointer_all_the_way():
+    outer = ("  tt.func private @outer(%q: !tt.ptr<f32>, %c: i32) -> f32 attributes {noinline = true} {\n"
+             "    %0 = tt.call @optional_affine__Pfp32_i32_c1.0(%q, %c) : (!tt.ptr<f32>, i32) -> f32\n"
+             "    tt.return %0 : f32\n  }\n")
+    through = NOINLINE_NULL_TEST_TTIR.replace("tt.call @optional_affine__Pfp32_i32_c1.0(%w_ptr", "tt.call @outer(%w_ptr")
+    through = through.replace("  tt.func private @optional_affine", outer + "  tt.func private @optional_affine")
+    assert forged_pointer_ops(through) == []
+    offset = through.replace("tt.call @outer(%w_ptr", "tt.call @outer(%0")
+    assert forged_pointer_ops(offset) == ["tt.ptr_to_int"]
+
+
+def test_a_call_this_reading_does_not_parse_gives_no_exemption():
+    odd = NOINLINE_NULL_TEST_TTIR.replace("tt.call @optional_affine__Pfp32_i32_c1.0(%w_ptr, %c)",
+                                          "tt.call @optional_affine__Pfp32_i32_c1.0(%w_ptr, (%c))")
+    assert forged_pointer_ops(odd) == ["tt.ptr_to_int"]
 
 
 # Against the fix (349ab7e): function headers are found by `_FUNC`, whose symbol pattern `@[\w.$-]+` misses a

@@ -281,3 +281,48 @@ def test_a_local_named_like_a_builtin_is_the_local():
     # FlagGems' sum kernel keeps its running total in `sum`: a local everywhere in the kernel (Python scoping).
     assert _problems("sum = tl.zeros([BLOCK], dtype=tl.float32)\n    sum += sum") == []
     assert any("sum is not available" in p for p in _problems("s = sum([1, 2])"))
+
+
+# A plain function wrapped in tl.constexpr (FlagGems' cumsum: `@tl.constexpr def get_scan_accum_type(dtype)`),
+# which the front end calls at compile time with constexpr values.
+ACC_SRC = ("def acc_type(dt):\n"
+           "    if dt.is_fp16() or dt.is_bf16():\n"
+           "        return tl.float32\n"
+           "    return dt\n")
+
+
+def _with_constexpr_function(helper_src: str) -> dict[str, KernelSpec]:
+    src = HEAD + "    acc: tl.constexpr = acc_type(x_ptr.dtype.element_ty)\n" + BODY
+    kernel = KernelSpec(name="k", src=src, modules=MODULES, helpers=["acc_type"])
+    helper = KernelSpec(name="acc_type", src=helper_src, modules=MODULES, constexpr_function=True)
+    return {"k": kernel, "acc_type": helper}
+
+
+def test_a_constexpr_function_is_captured_checked_and_rebuilt():
+    @tl.constexpr
+    def acc_type(dt):
+        if dt.is_fp16() or dt.is_bf16():
+            return tl.float32
+        return dt
+
+    specs: dict[str, KernelSpec] = {}
+    spec = KernelSpec(name="k", src=HEAD + BODY)
+    ks._capture_global(spec, "acc_type", acc_type, specs)
+    assert spec.helpers == ["acc_type"] and specs["acc_type"].constexpr_function
+    wired = KernelSpec.from_wire(specs["acc_type"].to_wire())
+    assert wired.constexpr_function and wired.src.startswith("def acc_type(")
+    specs = _with_constexpr_function(ACC_SRC)
+    assert kernel_problems(specs) == []
+    rebuilt = ks.load_kernels(specs)["acc_type"]
+    assert isinstance(rebuilt, tl.constexpr) and rebuilt.value(tl.float16) == tl.float32
+
+
+@pytest.mark.parametrize("line", ["    return open('/etc/passwd')", "    return dt.__class__", "    return getattr(dt, name)"])
+def test_a_constexpr_function_body_is_checked_like_a_kernel(line):
+    assert kernel_problems(_with_constexpr_function("def acc_type(dt):\n" + line + "\n"))
+
+
+def test_a_constexpr_function_takes_no_jit_options():
+    specs = _with_constexpr_function(ACC_SRC)
+    specs["acc_type"].jit_options = {"do_not_specialize": ["dt"]}
+    assert any("takes no @triton.jit options" in p for p in kernel_problems(specs))

@@ -206,3 +206,42 @@ def test_the_replay_refuses_forged_pointers_in_the_compiled_ir(op, words):
     clean = _Compiled("    %3 = tt.load %2 : !tt.ptr<f32>\n")
     r._check_ir("k", clean)
     assert r._ir_checked == {id(clean): clean}  # by compiled kernel: another specialisation of k is read too
+
+
+def test_a_trace_that_launches_a_constexpr_function_is_refused():
+    # A tl.constexpr function is compiled-time Python the front end calls, not a kernel: a child that
+    # reports a launch of one gets the trace refused before anything runs.
+    with pytest.raises(ReplayError, match="not kernels"):
+        _replayer(_spec(KERNEL, constexpr_function=True))
+
+
+# Red team v4g: `h[grid](...)` inside a tl.constexpr function (plain Python the front end calls while it
+# compiles) or inside a kernel body (on a GPU the code generator calls the launcher it subscripted; on the
+# CPU the interpreter runs it) launches a kernel that is in no trace and whose IR is never checked.
+HELPER = "def h(a, b):\n    pass\n"
+CONSTEXPR_LAUNCHES = "def acc_type(dt):\n    h[(1,)](1, 2)\n    return dt\n"
+
+
+def _nested_specs(kernel_src, with_constexpr):
+    specs = {"k": _spec(kernel_src, helpers=["acc_type", "h"] if with_constexpr else ["h"]),
+             "h": KernelSpec(name="h", src=HELPER, modules={"tl": "triton.language"})}
+    if with_constexpr:
+        specs["acc_type"] = KernelSpec(name="acc_type", src=CONSTEXPR_LAUNCHES, modules={"tl": "triton.language"},
+                                       helpers=["h"], constexpr_function=True)
+    return specs
+
+
+@pytest.mark.parametrize("with_constexpr", [True, False])
+def test_a_launch_from_inside_a_launch_is_refused(with_constexpr):
+    line = ("    acc: tl.constexpr = acc_type(x_ptr.dtype.element_ty)\n" if with_constexpr
+            else "    h[(1,)](1, 2)\n")
+    src = KERNEL.replace("    offs =", line + "    offs =")
+    specs = _nested_specs(src, with_constexpr)
+    r = Replayer(Trace.from_wire(_trace()), specs, {}, "cpu", allow_torch_compute=False)
+    launched = []
+    h = r.kernels["h"]
+    inner = h.run
+    h.run = lambda *a, **k: (launched.append(1), inner(*a, **k))[1]
+    with pytest.raises(ReplayError, match="launched from inside another launch"):
+        r(torch.randn(64))
+    assert not launched or launched == [1]  # refused at the guard, before h ran

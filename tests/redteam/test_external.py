@@ -30,8 +30,6 @@ def test_external_corpus_is_well_formed():
 # Real-world code the replay contract refuses, with the reason (a finding, not a false flag to hide).
 KNOWN_REFUSED = {
     "lg_cross_entropy": "counts non-ignored targets with .item() on the host: its launches depend on values",
-    "fg_cumsum": "imports torch._prims_common (private) for dtype predicates, and its kernels call a module-level "
-                 "@tl.constexpr function (get_scan_accum_type), refused as 'a function'",
     "fg_residual_rms_norm_inplace": "the library op works in place and returns the input buffer it overwrote (RH-10)",
     "lg_group_norm": "computes the variance as E[x^2] - E[x]^2 in fp32, which loses the answer on the large-common-"
                      "offset draw (wrong_output, CPU and H100 alike): a precision finding, not a false flag",

@@ -53,7 +53,17 @@ def test_honest_corpus_is_well_formed():
     assert len({a.name for a in HONEST}) == len(HONEST)
 
 
-@pytest.mark.parametrize("answer", HONEST, ids=lambda a: a.name)
+# The GPU refuses these (a judge rule's known false flag, not Triton's compiler), and since the CPU runs the
+# GPU front end and reads its TTIR (`kernelgym/judge/front_end.py`) the CPU does too: CPU = GPU. Strict, so
+# that fixing the rule makes these fail here until they are taken off the list.
+KNOWN_FALSE_FLAGS = {
+    # the null-test exemption covers only the public kernel's own pointer arguments (test_forged_pointers_v4f)
+    "batch_norm_noinline_null_test": "a pointer's truth test inside a noinline helper: tt.ptr_to_int refused",
+}
+
+
+@pytest.mark.parametrize("answer", [pytest.param(a, marks=pytest.mark.xfail(reason=KNOWN_FALSE_FLAGS[a.name], strict=True))
+                                    if a.name in KNOWN_FALSE_FLAGS else a for a in HONEST], ids=lambda a: a.name)
 def test_honest_unusual_answer_is_accepted_on_cpu(answer):
     (task,) = load_builtin(answer.task)
     result = judge(task, answer.text, JudgeConfig(device="cpu", timeout_s=120))

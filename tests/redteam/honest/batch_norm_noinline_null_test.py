@@ -1,5 +1,5 @@
 # task: batch_norm_inference
-# style: the data answer with its weight and bias read by a @triton.jit(noinline=True) helper that tests the pointer's truthiness (`if ptr:`, FlagGems' optional-argument idiom). Red-team round v4f: ok on the CPU; on a GPU the replay's IR check refuses it (the null-test exemption covers only the public kernel's own pointer arguments, since a helper's argument may be an offset pointer: tests/judge/test_forged_pointers_v4f.py, xfail): a known GPU false flag, kept here so a GPU run of the honest corpus shows it
+# style: the data answer with its weight and bias read by a @triton.jit(noinline=True) helper that tests the pointer's truthiness (`if ptr:`, FlagGems' optional-argument idiom). Red-team round v4f: ok on the CPU; on an H200 (2026-11-27) the replay's IR check refused it, since the null-test exemption covered only the public kernel's own pointer arguments. Now a helper's argument counts when every tt.call of the helper passes a kernel's own pointer argument there (`launch_hook._kernel_pointer`, tests/judge/test_forged_pointers_v4f.py); not yet GPU-run
 import torch
 import torch.nn as nn
 import triton

@@ -1,0 +1,161 @@
+"""Triton's GPU front end judges each interpreted launch first (`kernelgym.judge.front_end`): what an H100
+refuses to compile (seen on an H200 with triton 3.6) is refused on the CPU too, with the GPU's verdict,
+and honest kernels (constexpr globals, JIT helpers, Triton's standard library) still run.
+
+Kernels in this process under `TRITON_INTERPRET=1` after `make_interpreter_faithful()`, then whole
+answers through the judge's CPU child (both engines where the engine matters).
+"""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+from triton.compiler import CompilationError
+
+from kernelgym.judge import JudgeConfig, Status, front_end, judge
+from kernelgym.judge.interpreter import interpreting, make_interpreter_faithful
+from kernelgym.judge.launch_hook import ForgedPointerError
+from kernelgym.tasks import load_builtin
+from tests.answers import relu_answer
+
+pytestmark = pytest.mark.skipif(not interpreting(), reason="runs Triton's CPU interpreter")
+make_interpreter_faithful()
+
+SCALE = 2.0
+CSCALE = tl.constexpr(2.0)
+
+
+@triton.jit
+def scale_by_plain_global(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * SCALE, mask=offs < n)
+
+
+@triton.jit
+def _times_cscale(x):
+    return x * CSCALE
+
+
+@triton.jit
+def scale_and_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    total = tl.sum(x, axis=0) + x.max() - tl.max(x, 0)  # Triton's library, free function and tensor member
+    tl.store(out_ptr + offs, _times_cscale(x) + total, mask=offs < n)
+
+
+@triton.jit(noinline=True)
+def _load_block(p, offs, mask):
+    return tl.load(p + offs, mask=mask)
+
+
+@triton.jit
+def copy_through_noinline(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, _load_block(x_ptr, offs, offs < n), mask=offs < n)
+
+
+@triton.jit
+def if_offset_pointer(x_ptr, out_ptr, k):
+    if x_ptr - k:
+        tl.store(out_ptr, 1.0)
+
+
+def test_a_plain_global_is_refused_as_the_gpu_compiler_refuses_it():
+    x, out = torch.randn(100), torch.empty(100)
+    with pytest.raises(CompilationError, match="Cannot access global variable SCALE"):
+        scale_by_plain_global[(1,)](x, out, 100, BLOCK=128)
+
+
+def test_a_noinline_helper_given_blocks_is_refused():
+    x, out = torch.randn(100), torch.empty(100)
+    with pytest.raises(CompilationError, match="marked noinline, but was called with non-scalar argument"):
+        copy_through_noinline[(1,)](x, out, 100, BLOCK=128)
+
+
+def test_an_offset_pointer_as_a_condition_is_a_forged_pointer_as_on_a_gpu():
+    # On a GPU the truth test is a tt.ptr_to_int of `x_ptr - k` in the TTIR, refused by the launch hook.
+    x, out = torch.randn(4), torch.zeros(1)
+    with pytest.raises(ForgedPointerError, match=r"kernel if_offset_pointer: .*\[tt\.ptr_to_int\]"):
+        if_offset_pointer[(1,)](x, out, 3)
+
+
+def test_honest_kernels_run_after_refusals_and_triton_language_is_left_as_it_was():
+    x, out = torch.randn(100), torch.empty(100)
+    for refused in (lambda: scale_by_plain_global[(1,)](x, out, 100, BLOCK=128),
+                    lambda: copy_through_noinline[(1,)](x, out, 100, BLOCK=128)):
+        with pytest.raises(CompilationError):
+            refused()
+    for n, block in ((100, 128), (64, 64)):  # two specialisations, each checked and run
+        scale_and_sum[(1,)](x, out, n, BLOCK=block)
+        torch.testing.assert_close(out[:n], x[:n] * 2.0 + x[:n].sum())
+    assert tl.core.is_builtin(tl.core.load) and tl.core.is_builtin(tl.tensor.__add__)
+
+
+def test_each_specialisation_is_checked_once(monkeypatch):
+    calls = []
+    compile_ = front_end._compile
+    monkeypatch.setattr(front_end, "_compile", lambda *a: calls.append(a[0].__name__) or compile_(*a))
+    monkeypatch.setattr(front_end, "_CHECKED", {})
+    x, out = torch.randn(100), torch.empty(100)
+    for _ in range(3):
+        scale_and_sum[(1,)](x, out, 100, BLOCK=128)
+    scale_and_sum[(1,)](x, out, 100, BLOCK=256)
+    assert calls == ["scale_and_sum", "scale_and_sum"]
+
+
+def test_a_check_that_cannot_run_lets_the_kernel_run(monkeypatch):
+    # Not the code generator's verdict (a Triton whose internals differ, a missing backend): no refusal.
+    from triton.compiler import ASTSource
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no code generator here")
+
+    monkeypatch.setattr(ASTSource, "make_ir", broken)
+    monkeypatch.setattr(front_end, "_CHECKED", {})
+    x, out = torch.randn(100), torch.empty(100)
+    scale_and_sum[(1,)](x, out, 100, BLOCK=128)
+    torch.testing.assert_close(out, x * 2.0 + x.sum())
+
+
+# -- whole answers through the judge's CPU child -----------------------------------------------------
+@pytest.fixture(scope="module")
+def relu():
+    return load_builtin("relu")[0]
+
+
+def _relu_with(kernel_body_line: str, extra: str) -> str:
+    answer = relu_answer(extra=extra)
+    return answer.replace("    m = offs < n\n", f"    m = offs < n\n{kernel_body_line}", 1)
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "replay"])
+def test_a_plain_global_is_a_compile_error_with_tritons_message(relu, engine):
+    config = JudgeConfig(engine=engine, device="cpu", timeout_s=120)
+    answer = _relu_with("    offs = offs + ZERO\n", "ZERO = 0\n")
+    r = judge(relu, answer, config)
+    assert r.status is Status.COMPILE_ERROR, r.message
+    assert not r.compiled and "Cannot access global variable ZERO" in r.error
+
+
+def test_a_constexpr_global_and_a_jit_helper_stay_ok(relu):
+    config = JudgeConfig(engine="replay", device="cpu", timeout_s=120)
+    extra = "ZERO = tl.constexpr(0)\n\n@triton.jit\ndef shift(o):\n    return o + ZERO\n"
+    r = judge(relu, _relu_with("    offs = shift(offs)\n", extra), config)
+    assert r.status is Status.OK, r.message
+
+
+def test_a_noinline_helper_given_blocks_is_a_compile_error(relu):
+    config = JudgeConfig(engine="replay", device="cpu", timeout_s=120)
+    extra = "@triton.jit(noinline=True)\ndef shift(o):\n    return o + 0\n"
+    r = judge(relu, _relu_with("    offs = shift(offs)\n", extra), config)
+    assert r.status is Status.COMPILE_ERROR, r.message
+    assert "marked noinline" in r.error
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "replay"])
+def test_an_offset_pointer_as_a_condition_is_an_invalid_answer(relu, engine):
+    config = JudgeConfig(engine=engine, device="cpu", timeout_s=120)
+    r = judge(relu, _relu_with("    if x_ptr - 3:\n        m = m & (offs >= 0)\n", ""), config)
+    assert r.status is Status.INVALID_ANSWER, r.message
+    assert "tt.ptr_to_int" in r.error + r.message
