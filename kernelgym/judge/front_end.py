@@ -49,20 +49,22 @@ log = logging.getLogger(__name__)
 
 _CHECKED: dict[Any, BaseException | None] = {}  # specialisation key -> the front end's error, or None
 _MIRRORS: dict[int, Any] = {}  # id(InterpretedFunction) -> (it, its JITFunction)
-_STATE: dict[str, Any] = {"backend": None, "gap": None, "installed": False}
+_STATE: dict[str, Any] = {"backend": None, "gap": None, "installed": False, "target": None, "off": 0}
 
 
 class FrontEndGap(Exception):
     """The CPU front end reached something only the interpreter has: no verdict (module docstring)."""
 
 
-def install() -> str:
-    """Check every interpreted launch in this process with the GPU front end first; '' when
-    installed, else why not (idempotent). Call it before any kernel runs interpreted."""
+def install(target: Any) -> str:
+    """Check every interpreted launch in this process with the GPU front end for `target` (a
+    `GPUTarget`: the GPU the interpreter stands in for) first; '' when installed, else why not
+    (idempotent). Call it before any kernel runs interpreted."""
     from triton.runtime import interpreter
 
     if _STATE["installed"]:
         return ""
+    _STATE["target"] = target
     missing = [n for n in ("InterpretedFunction", "_patch_lang", "_LangPatchScope", "InterpreterError")
                if not hasattr(interpreter, n)]
     if missing:
@@ -73,7 +75,7 @@ def install() -> str:
     original = interpreter.InterpretedFunction.run
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        if not warmup:
+        if not warmup and not _STATE["off"]:
             check(self, args, kwargs)
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
@@ -81,6 +83,17 @@ def install() -> str:
     interpreter.InterpretedFunction.run = run
     _STATE["installed"] = True
     return ""
+
+
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Interpreted launches inside the block skip the check (tests that show what the bare interpreter
+    does; never used by the judge)."""
+    _STATE["off"] += 1
+    try:
+        yield
+    finally:
+        _STATE["off"] -= 1
 
 
 def _scope_device_calls() -> None:
@@ -197,9 +210,7 @@ def _backend() -> tuple[Any, Any]:
     if _STATE["backend"] is None:
         from triton.compiler import make_backend
 
-        from kernelgym.judge.interpreter import InterpreterDriver
-
-        target = InterpreterDriver().get_current_target()
+        target = _STATE["target"]
         _STATE["backend"] = (make_backend(target), target)
     return _STATE["backend"]
 
@@ -277,22 +288,34 @@ def _compile_mode() -> Iterator[list[str]]:
     if not tl.core.is_builtin(tl.core.load):  # patched before `install` (an interpreted run): not Triton's own
         gap.append("triton.language is patched for the interpreter")
 
+    from triton.runtime.jit import JITFunction
+
     def refuse(*args: Any, **kwargs: Any) -> Any:
         gap.append("the code generator reached an interpreted function")
+        raise FrontEndGap(gap[-1])
+
+    def refuse_launch(*args: Any, **kwargs: Any) -> Any:
+        # A kernel launched while another compiles (`h[grid](...)` in a kernel body or a tl.constexpr
+        # function): a GPU would run it; the CPU has no driver for it. Not a front-end verdict: the
+        # launch guards of the recorder and the replay judge it.
+        gap.append("a kernel launch during code generation")
         raise FrontEndGap(gap[-1])
 
     swaps = _language_swaps()
     saved = [(owner, attr, vars(owner)[attr]) for owner, attr, _ in swaps]
     saved_interpret = knobs.runtime.__dict__.get("interpret", _MISSING)
     saved_call, saved_patch = interpreter.InterpretedFunction.__call__, interpreter._patch_lang
+    saved_run = vars(JITFunction)["run"]
     try:
         for owner, attr, value in swaps:
             setattr(owner, attr, value)
         knobs.runtime.__dict__["interpret"] = False  # not through the knob: that would set the env var
         interpreter.InterpretedFunction.__call__ = refuse
         interpreter._patch_lang = refuse
+        JITFunction.run = refuse_launch
         yield gap
     finally:
+        JITFunction.run = saved_run
         interpreter.InterpretedFunction.__call__, interpreter._patch_lang = saved_call, saved_patch
         if saved_interpret is _MISSING:
             knobs.runtime.__dict__.pop("interpret", None)
@@ -304,4 +327,4 @@ def _compile_mode() -> Iterator[list[str]]:
 
 _MISSING = object()
 
-__all__ = ["FrontEndGap", "check", "install"]
+__all__ = ["FrontEndGap", "check", "install", "unchecked"]

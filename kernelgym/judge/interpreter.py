@@ -85,7 +85,8 @@ def make_interpreter_faithful() -> None:
     interpreter_semantics.install()  # `and`/`or`, program order, float scalars, grid arguments: as on a GPU
     from kernelgym.judge import front_end
 
-    front_end.install()  # what Triton's GPU front end refuses is refused here too, before the launch
+    # What Triton's GPU front end refuses for the GPU stood in for is refused here too, before the launch.
+    front_end.install(InterpreterDriver().get_current_target())
     _INSTALLED = True
 
 

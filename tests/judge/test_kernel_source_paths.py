@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from kernelgym.judge import kernel_source as ks
-from kernelgym.judge.interpreter import interpreting
+from kernelgym.judge.interpreter import interpreting, make_interpreter_faithful
 from kernelgym.judge.kernel_source import KernelSpec, kernel_problems
 
 HEAD = "def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
@@ -270,11 +270,19 @@ def test_a_def_line_inside_a_string_is_refused():
 
 @pytest.mark.skipif(not interpreting(), reason="shows what Triton's CPU interpreter runs")
 def test_the_interpreter_would_run_the_string_that_the_check_refuses():
+    from triton.compiler import CompilationError
+
+    from kernelgym.judge import front_end
+
     spec = KernelSpec(name="k", src=SMUGGLED, modules={"tl": "triton.language"})
     kernel = ks.load_kernels({"k": spec})["k"]  # past the check, to show why it refuses
     x, out = torch.arange(8, dtype=torch.float32), torch.zeros(8)
-    kernel[(1,)](x, out, 8, BLOCK=8)
+    with front_end.unchecked():  # the bare interpreter
+        kernel[(1,)](x, out, 8, BLOCK=8)
     assert torch.equal(out, 2 * x)  # the string's body ran, not the copy Python parsed
+    make_interpreter_faithful()  # with the GPU's front end, which compiles the parsed copy: a string local
+    with pytest.raises(CompilationError):
+        kernel[(1,)](x, out, 8, BLOCK=16)
 
 
 def test_a_local_named_like_a_builtin_is_the_local():

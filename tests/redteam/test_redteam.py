@@ -56,10 +56,8 @@ def test_honest_corpus_is_well_formed():
 # The GPU refuses these (a judge rule's known false flag, not Triton's compiler), and since the CPU runs the
 # GPU front end and reads its TTIR (`kernelgym/judge/front_end.py`) the CPU does too: CPU = GPU. Strict, so
 # that fixing the rule makes these fail here until they are taken off the list.
-KNOWN_FALSE_FLAGS = {
-    # the null-test exemption covers only the public kernel's own pointer arguments (test_forged_pointers_v4f)
-    "batch_norm_noinline_null_test": "a pointer's truth test inside a noinline helper: tt.ptr_to_int refused",
-}
+# Honest answers the judge still refuses, with the reason (strict: a fix makes the entry fail until removed).
+KNOWN_FALSE_FLAGS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("answer", [pytest.param(a, marks=pytest.mark.xfail(reason=KNOWN_FALSE_FLAGS[a.name], strict=True))
