@@ -19,6 +19,8 @@
 # checked by train/adapter_parts.py), and writes $OUT/next.txt: what this machine holds and the next call.
 # At most 8 files come back: next.txt, logs.tgz, and the stage's own (so sft and rl never share a call).
 # env: CORPUS_SECONDS=120 CORPUS_N=1500 CORPUS_GPUS="0 1 2 3" JOBS=14 SEED=0 HELDOUT_TASKS=200
+#      CORPUS_CPU_JOBS=0 CORPUS_CPU_SECONDS=400 (an interpreter builder on that many of the host's cores, started once)
+#      CORPUS_FLAGS (every builder's, the same on every call: e.g. "--heldout-families pooling,loss")
 #      SFT_SECONDS=330 RL_SECONDS=330: training time per call (no step is begun that the longest step so far
 #      would carry past it), after a start-up of up to ~150 s; CALL_SECONDS=570 is the hard limit from the
 #      script's start (training is killed 25 s before it, the newest checkpoint is still sent back; run
@@ -153,17 +155,35 @@ if want corpus; then
     held=0; [[ $g == "${gpus%% *}" ]] && held="${HELDOUT_TASKS:-200}"  # the evaluation's tasks: one builder writes them
     CUDA_VISIBLE_DEVICES=$g "$PYTHON" -m kernelgym.cli data coldstart --n "${CORPUS_N:-1500}" --out "runs/coldstart_g$g" \
       --device "${CORPUS_DEVICE:-cuda}" --seed "$(( ${SEED:-0} + g ))" --heldout-tasks "$held" --jobs "${JOBS:-14}" \
-      --max-seconds "${CORPUS_SECONDS:-120}" --no-progress > "$logs/corpus_g$g.log" 2>&1 &
+      --max-seconds "${CORPUS_SECONDS:-120}" --chunk "$(( 2 * ${JOBS:-14} ))" ${CORPUS_FLAGS:-} --no-progress \
+      > "$logs/corpus_g$g.log" 2>&1 &
     pids+=($!)
   done
+  cpu_jobs="${CORPUS_CPU_JOBS:-0}"
+  if ((cpu_jobs > 0)) && [[ ! -f $work/corpus_cpu.pid ]]; then
+    # Once per machine, on the host's last CORPUS_CPU_JOBS cores: an interpreter builder that runs on across the
+    # calls that carry the GGUF (detached, like the service) for CORPUS_CPU_SECONDS; the sft stage waits for it.
+    n=$(nproc)
+    CUDA_VISIBLE_DEVICES= setsid taskset -c "$((n - cpu_jobs))-$((n - 1))" "$PYTHON" -m kernelgym.cli data coldstart \
+      --n 6000 --out runs/coldstart_cpu --device cpu --seed "$(( ${SEED:-0} + 10 ))" --heldout-tasks 0 --jobs "$cpu_jobs" \
+      --max-seconds "${CORPUS_CPU_SECONDS:-400}" --chunk "$((2 * cpu_jobs))" ${CORPUS_FLAGS:-} --no-progress \
+      > "$logs/corpus_cpu.log" 2>&1 < /dev/null &
+    echo $! > "$work/corpus_cpu.pid"; note "corpus: interpreter builder on $cpu_jobs cores for ${CORPUS_CPU_SECONDS:-400} s"
+  fi
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   note "corpus: $(cat runs/coldstart_g*/train.jsonl 2>/dev/null | wc -l) train rows in $(ls -d runs/coldstart_g* | wc -l) builders, $((SECONDS - start)) s"
 fi
 
 if want sft; then
   need_model sft || exit 3
+  if [[ -f $work/corpus_cpu.pid ]]; then  # the interpreter builder: its own time limit ends it
+    pid=$(cat "$work/corpus_cpu.pid"); i=0
+    while kill -0 "$pid" 2>/dev/null && ((i < 90)); do sleep 1; i=$((i + 1)); done
+    kill -0 "$pid" 2>/dev/null && { kill -- -"$pid" 2>/dev/null; note "corpus: interpreter builder still running after 90 s: stopped, left out"; }
+    rm -f "$work/corpus_cpu.pid"
+  fi
   if [[ ! -f runs/coldstart/train.jsonl ]]; then  # merged once; a resumed SFT trains on the same rows
-    srcs=$(ls -d runs/coldstart_*/ 2>/dev/null | sed 's|/$||')  # built here (_g<i>) and carried
+    srcs=$(ls runs/coldstart_*/train.jsonl 2>/dev/null | xargs -r -n1 dirname)  # built here (_g<i>, _cpu) and carried
     [[ -n $srcs ]] || { note "no corpus on this machine: run STAGE=corpus first"; exit 3; }
     "$PYTHON" -m kernelgym.cli data coldstart --merge $srcs --out runs/coldstart > "$logs/merge.log" 2>&1 || exit 1
   fi

@@ -33,6 +33,9 @@ def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
     c.add_argument("--jobs", type=int, default=0, help="concurrent judge processes (0: one per core, at most 8)")
     c.add_argument("--max-tasks", type=int, default=0, help="give up after this many generated tasks (0: 4 * n)")
     c.add_argument("--trials", type=int, default=0, help="correctness trials per answer (0: the judge's default)")
+    c.add_argument("--chunk", type=int, default=64,
+                   help="answers judged per batch (default 64); --max-seconds is checked between batches, so a "
+                        "time-boxed build overruns by up to one batch: use about 2 x --jobs there")
     c.add_argument("--max-seconds", type=float, default=0.0,
                    help="stop judging new answers after this long and write what passed (0: never)")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -58,7 +61,7 @@ def _cmd_coldstart(args: argparse.Namespace) -> int:
                              heldout_fraction=args.heldout_fraction,
                              heldout_families=parse_families(args.heldout_families), heldout_tasks=args.heldout_tasks,
                              jobs=args.jobs, max_tasks=args.max_tasks,
-                             trials=args.trials, max_seconds=args.max_seconds)
+                             trials=args.trials, max_seconds=args.max_seconds, chunk=args.chunk)
     stats = build(config, progress=not args.no_progress)
     keys = ("rows", "rows_by_kind", "rows_by_split", "tasks_attempted", "tasks_answered", "task_coverage",
             "acceptance_rate", "op_coverage", "ops_never_answered", "seconds")
