@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The replay's device path (CUDA IPC, kernelgym/judge/device_transfer.py) on one GPU in one call (< 5 min);
 # results in ${OUT:-ipc_out}/.
-#   1. the GPU tests of the device path (tests/gpu/test_device_transfer.py): used, and the same verdicts as the area
+#   1. the GPU tests of the device path (tests/gpu/test_device_transfer_gpu.py): used, and the same verdicts as the area
 #   2. `kernelgym bench service` on the default mix, GPU 0, replay engine: --no-device-transfer ("area"), then
 #      the device path ("device"); same flags as launch/judge_v4_check.sh's bench stage. Compare
 #      correctness, timing, timing_inputs, timed_outputs, measure_hold and output_transfer, and evals/min;
@@ -16,7 +16,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$out/gpu.txt"
 echo "nproc $(nproc) | cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo n/a) | /dev/shm $(df -h /dev/shm | tail -1)" | tee -a "$out/gpu.txt"
 rc=0
-timeout "${TESTS_LIMIT_S:-70}" python -m pytest -m gpu -q -p no:randomly -rfE -s tests/gpu/test_device_transfer.py > "$out/tests.log" 2>&1 || rc=1
+timeout "${TESTS_LIMIT_S:-70}" python -m pytest -m gpu -q -p no:randomly -rfE -s tests/gpu/test_device_transfer_gpu.py > "$out/tests.log" 2>&1 || rc=1
 tail -n 25 "$out/tests.log"
 for run in area device; do
   flag=""; [[ $run == area ]] && flag="--no-device-transfer"

@@ -6,6 +6,7 @@
 #             then launch/precision_probe.py, then the GPU tests with the time left
 #   GPUs 1-3  (REDTEAM_GPUS, e.g. 2,3 while GPU 0 trains) `judge_v4_check.sh redteam`, one shard per GPU: first the legitimate answers (built-in, honest,
 #             external: the false-flag side, ~2 min), then every exploit; one report over both
+# GPU0_PARTS ("ptr bench probe tests") and REDTEAM_PASSES ("legit exploits") pick parts for a shorter call.
 # The benches run beside the red-team shards (the host's CPUs are shared): compare trees within this call only.
 # Results: $OUT/summary.txt (each part's tail) and $OUT/results.tgz (every file of every part).
 set -uo pipefail
@@ -15,25 +16,29 @@ work="$(mktemp -d)"; deadline="${DEADLINE_S:-560}"; t0=$SECONDS
 left() { echo $((deadline - (SECONDS - t0))); }
 gpu0() {
   export CUDA_VISIBLE_DEVICES="${SOLO_GPU:-0}"
-  timeout 120 bash launch/ptr_check.sh > "$work/ptr.txt" 2>&1
-  if [[ -n ${IPC:-} ]]; then  # the device-transfer branch's own before/after (launch/ipc_check.sh) instead
+  local parts=" ${GPU0_PARTS:-ptr bench probe tests} "
+  [[ $parts == *" ptr "* ]] && timeout 120 bash launch/ptr_check.sh > "$work/ptr.txt" 2>&1
+  if [[ $parts != *" bench "* ]]; then :
+  elif [[ -n ${IPC:-} ]]; then  # the device-transfer branch's own before/after (launch/ipc_check.sh) instead
     OUT="$work/ipc" STAGE_LIMIT_S="${BENCH_LIMIT_S:-190}" bash launch/ipc_check.sh > "$work/bench.txt" 2>&1
   else
     OUT="$work/bench" BENCH_TREES="${BENCH_TREES:-this:.}" STAGE_LIMIT_S="${BENCH_LIMIT_S:-190}" \
       bash launch/judge_v4_check.sh bench > "$work/bench.txt" 2>&1
   fi
   local t; t=$(( $(left) < 90 ? $(left) : 90 ))
-  ((t > 10)) && timeout "$t" python launch/precision_probe.py --device cuda > "$work/probe.txt" 2>&1
+  ((t > 10)) && [[ $parts == *" probe "* ]] && timeout "$t" python launch/precision_probe.py --device cuda > "$work/probe.txt" 2>&1
   t=$(( $(left) - 5 ))
-  ((t > 30)) && OUT="$work/tests" TESTS_LIMIT_S="$t" bash launch/judge_v4_check.sh tests > "$work/tests.txt" 2>&1
+  ((t > 30)) && [[ $parts == *" tests "* ]] && OUT="$work/tests" TESTS_LIMIT_S="$t" bash launch/judge_v4_check.sh tests > "$work/tests.txt" 2>&1
 }
 gpu0 &
 redteam() {  # NAME FLAGS: one pass over the three GPUs, cut 20 s before the deadline
   OUT="$work/$1" REDTEAM_GPUS="${REDTEAM_GPUS:-1,2,3}" REDTEAM_LIMIT_S="$(( $(left) - 20 ))" REDTEAM_FLAGS="$2" JOBS="${JOBS:-8}" \
     bash launch/judge_v4_check.sh redteam > "$work/$1.txt" 2>&1
 }
-{ redteam legit --no-exploits; redteam exploits --no-legit
-  python -m kernelgym.cli redteam --from-jsonl "$work"/legit/redteam_*.jsonl "$work"/exploits/redteam_*.jsonl \
+passes=" ${REDTEAM_PASSES:-legit exploits} "
+{ [[ $passes == *" legit "* ]] && redteam legit --no-exploits
+  [[ $passes == *" exploits "* ]] && redteam exploits --no-legit
+  python -m kernelgym.cli redteam --from-jsonl $(ls "$work"/legit/redteam_*.jsonl "$work"/exploits/redteam_*.jsonl 2>/dev/null) \
     > "$work/redteam.txt" 2>&1; } &
 wait
 { for f in ptr bench probe tests redteam; do echo "===== $f"; tail -n 80 "$work/$f.txt" 2>/dev/null; done

@@ -287,6 +287,10 @@ def _probe_main() -> None:
     import ast
 
     name, shape, dev, handle, size, offset, start, stride = ast.literal_eval(sys.stdin.read())
+    # A fresh process has no CUDA context and torch's caching allocator is not set up yet: opening an IPC
+    # handle before that dereferences its empty per-device state (SIGSEGV on the GPU, torch 2.11).
+    torch.cuda.set_device(dev)
+    torch.cuda.init()
     view = open_view(getattr(torch, name), shape, dev, bytes.fromhex(handle), size, offset, start, stride,
                      torch.device("cuda", dev))
     print(_sha256(view))

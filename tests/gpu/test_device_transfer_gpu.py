@@ -1,5 +1,5 @@
 """The replay's outputs through CUDA IPC (`device_transfer`): used on a GPU, and the verdict is the
-area path's. Run with `python -m pytest -m gpu tests/gpu/test_device_transfer.py`."""
+area path's. Run with `python -m pytest -m gpu tests/gpu/test_device_transfer_gpu.py`."""
 
 import pytest
 
