@@ -276,3 +276,48 @@ def test_the_tf32_class_takes_tf32_products_and_refuses_bfloat16_ones(task_id):
     assert not refused.passed
     if task_id != "linear_bias_relu":  # (there one bf16 value also misses the elementwise bound)
         assert "mean relative error" in refused.message and "values outside" not in refused.message
+
+
+def test_the_mean_bound_follows_the_tasks_own_truncated_tf32_error():
+    from kernelgym.judge.precision import TF32_MEAN_FACTOR, TF32_MEAN_REL_ERROR, derive_bound
+
+    e64 = torch.randn(64, dtype=torch.float64)
+    assert derive_bound(e64.float(), e64, True, None)[2] == TF32_MEAN_REL_ERROR
+    assert derive_bound(e64.float(), e64, True, 1e-4)[2] == TF32_MEAN_REL_ERROR  # the class floor stays
+    assert derive_bound(e64.float(), e64, True, 2e-3)[2] == pytest.approx(TF32_MEAN_FACTOR * 2e-3)
+    assert derive_bound(e64.float(), e64, False, 2e-3)[2] is None  # fp32 tasks have no mean bound
+
+
+def test_products_of_products_take_truncated_tf32_and_refuse_bfloat16():
+    # SwiGLU, silu(x W1) * (x W2): Liger's kernel on the Triton tutorial's TF32 matmul errs by 1.52e-3 on
+    # an H200, above the one-product class bound (1.1e-3), exactly as operands truncated to TF32 do.
+    import random
+
+    from kernelgym.judge.precision import TF32_MEAN_REL_ERROR
+    from kernelgym.judge.reference import Reference
+    from kernelgym.judge.trials import draw_trial
+    from kernelgym.tasks import load_builtin
+
+    reference = Reference(load_builtin("swiglu")[0], "small", "cpu", init_seed=5)
+    trial = draw_trial(reference, random.Random(3), CFG, 0, grad=False)
+    assert derived_bound(trial.expected)[2] > TF32_MEAN_REL_ERROR  # raised by the task's own emulation
+
+    class Operands(TorchDispatchMode):
+        def __init__(self, cast):
+            super().__init__()
+            self.cast = cast
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func._schema.name.split("::")[-1] in ("mm", "addmm", "linear", "matmul"):
+                args = [self.cast(a) if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a for a in args]
+            return func(*args, **(kwargs or {}))
+
+    def run(cast):
+        with torch.no_grad(), Operands(cast):
+            return reference.model(*trial.inputs)
+
+    assert compare_outputs(trial.expected, run(_tf32), CFG).passed
+    bf16 = run(lambda t: _round_mantissa(t, 7))
+    assert not compare_outputs(trial.expected, bf16, CFG).passed
+    mean_error = float((bf16 - trial.expected).abs().sum() / trial.expected.abs().sum())
+    assert mean_error > derived_bound(trial.expected)[2]  # refused by the mean bound too, not only elementwise
