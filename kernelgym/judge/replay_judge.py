@@ -114,6 +114,8 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
         shutil.rmtree(replay_dir, ignore_errors=True)
     if replayer is not None:
         _note_transfer(replayer, result, clock)
+    result.cpu_seconds = {name: round(p.cpu_seconds, 3) for name, p in (("answer", answer), ("replay", replayer))
+                          if p is not None and p.cpu_seconds is not None}
     # Counted when each process closed. The replay process never runs the answer's Python: anything it
     # left behind was started by the answer's kernels too.
     leftovers = sum(p.leftovers for p in (answer, replayer) if p is not None)

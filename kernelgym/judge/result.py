@@ -139,6 +139,9 @@ class EvalResult:
     confinement: list[str] = field(default_factory=list)  # OS confinement layers active in the answer's child
     transfer: str = ""  # replay engine: how the replay's bulk replies came back, "device" (CUDA IPC) or "area"
     transfer_note: str = ""  # why not "device" where the config asked for it (the fallback's reason)
+    # CPU seconds of each process the replay engine used ("answer", "replay"),
+    # warm-pool start-up included: what one evaluation costs the host, read from /proc by the parent
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

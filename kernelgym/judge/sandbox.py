@@ -81,6 +81,7 @@ class CandidateProcess:
         self.marker = secrets.token_hex(12)
         env[MARKER_VAR] = self.marker
         self.leftovers = 0
+        self.cpu_seconds: float | None = None  # user + system CPU of the process and its reaped children, at close
         argv = [sys.executable, "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w),
                 str(cpu_memory_bytes), str(area_fd)] + ([device] if announce_ready else [])
         try:
@@ -292,6 +293,8 @@ class CandidateProcess:
         if self._to_child < 0:
             return
         interrupt.untrack(self._tracked)
+        if self.proc.poll() is None:
+            self.cpu_seconds = process_cpu_seconds(self.proc.pid)
         # Idle: its last request was answered, so it runs nothing of ours (no compiler, no worker).
         idle = self._idle_since is not None and self.proc.poll() is None
         if self.exit_gracefully and self.proc.poll() is None:
@@ -391,6 +394,18 @@ def group_members(pgid: int) -> list[int]:
         if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a live process, its threads and the children it reaped (a compiler's
+    subprocesses), from /proc: read by the parent, so the answer cannot change it. None off Linux."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        ticks = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def kill_marked(marker: str, var: str = MARKER_VAR) -> int:

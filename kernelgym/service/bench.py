@@ -73,6 +73,8 @@ class ModeReport:
             phases = sorted({p for r in rows for p in r.get("phase_seconds") or {}})
             med = {p: statistics.median((r.get("phase_seconds") or {}).get(p, 0.0) for r in rows) for p in phases}
             med["trials"] = statistics.median(r.get("trials", 0) for r in rows)
+            for proc in sorted({q for r in rows for q in r.get("cpu_seconds") or {}}):  # host CPU, not wall
+                med[f"cpu_{proc}"] = statistics.median((r.get("cpu_seconds") or {}).get(proc, 0.0) for r in rows)
             out[kind] = med
         return out
 

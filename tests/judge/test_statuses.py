@@ -292,3 +292,24 @@ def test_a_copy_of_the_input_fails_relu_on_rand_inputs(relu):
     assert {t.distribution for t in r.trials if not t.passed} <= {"signed", "wide", "huge"}
     honest = judge(rand_relu, relu_answer(), CPU)
     assert honest.status is Status.OK, honest.message
+
+
+def test_the_replay_engine_reports_each_process_cpu_time(relu):
+    # Read from /proc by the parent before each process exits: the host cost of one evaluation, by process.
+    r = judge(relu, relu_answer(), JudgeConfig(engine="replay", device="cpu", timeout_s=60))
+    assert r.status is Status.OK, r.message
+    assert set(r.cpu_seconds) == {"answer", "replay"}
+    assert all(v > 0 for v in r.cpu_seconds.values()), r.cpu_seconds  # each at least imported torch
+
+
+def test_process_cpu_seconds_reads_proc_and_none_for_a_missing_process():
+    import os
+    import subprocess
+    import sys
+
+    from kernelgym.judge.sandbox import process_cpu_seconds
+
+    assert process_cpu_seconds(os.getpid()) > 0  # this process has imported torch
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert process_cpu_seconds(gone.pid) is None  # reaped: no /proc entry
