@@ -46,8 +46,9 @@ TF32_MEAN_REL_ERROR = 1.1e-3
 # compounds, and `tl.dot`'s TF32 on Hopper truncates its operands (2^-10, not rounded to nearest): Liger's
 # SwiGLU on the Triton tutorial's matmul errs by 1.52e-3 on the H200, which the float64 forward with
 # operands truncated to TF32 reproduces (1.518e-3; rounded to nearest 4.7e-4, bf16 3.8e-3). So each
-# output's mean bound is also at least TF32_MEAN_FACTOR x that emulation's error on the trial's own inputs.
-TF32_MEAN_FACTOR = 1.5
+# output's mean bound is also at least TF32_MEAN_FACTOR x that emulation's error on the trial's own inputs
+# (the honest answer errs as the emulation does, to 0.3 %; bf16 on one of SwiGLU's two products errs 1.7x it).
+TF32_MEAN_FACTOR = 1.25
 _CHUNK = 1 << 23  # elements per float64 temporary, as in `compare`
 # aten ops where the TF32 allowance applies (a tl.dot in the answer); by the op's base name.
 MATMUL_OPS = frozenset({
