@@ -19,7 +19,8 @@
 # checked by train/adapter_parts.py), and writes $OUT/next.txt: what this machine holds and the next call.
 # At most 8 files come back: next.txt, logs.tgz, and the stage's own (so sft and rl never share a call).
 # env: CORPUS_SECONDS=120 CORPUS_N=1500 CORPUS_GPUS="0 1 2 3" JOBS=14 SEED=0 HELDOUT_TASKS=200
-#      CORPUS_CPU_JOBS=0 CORPUS_CPU_SECONDS=400 (an interpreter builder on that many of the host's cores, started once)
+#      CORPUS_CPU_JOBS=0 CORPUS_CPU_SECONDS=400 (an interpreter builder on that many of the host's cores, started once;
+#      with CORPUS_GPUS="" it is the only builder, writes the HELDOUT_TASKS and each corpus call lasts CORPUS_SECONDS)
 #      CORPUS_FLAGS (every builder's, the same on every call: e.g. "--heldout-families pooling,loss")
 #      SFT_SECONDS=330 RL_SECONDS=330: training time per call (no step is begun that the longest step so far
 #      would carry past it), after a start-up of up to ~150 s; CALL_SECONDS=570 is the hard limit from the
@@ -150,7 +151,7 @@ hard_limit() { echo $(( ${CALL_SECONDS:-570} - (SECONDS - t0) - 25 )); }  # seco
 newest_checkpoint() { ls -d "$1"/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
 
 if want corpus; then
-  start=$SECONDS; pids=(); gpus="${CORPUS_GPUS:-0 1 2 3}"
+  start=$SECONDS; pids=(); gpus="${CORPUS_GPUS-0 1 2 3}"  # CORPUS_GPUS="": the interpreter builder alone
   for g in $gpus; do  # one builder per GPU, each its own seed and directory (resumed by the next call)
     held=0; [[ $g == "${gpus%% *}" ]] && held="${HELDOUT_TASKS:-200}"  # the evaluation's tasks: one builder writes them
     CUDA_VISIBLE_DEVICES=$g "$PYTHON" -m kernelgym.cli data coldstart --n "${CORPUS_N:-1500}" --out "runs/coldstart_g$g" \
@@ -165,13 +166,18 @@ if want corpus; then
     # calls that carry the GGUF (detached, like the service) for CORPUS_CPU_SECONDS; the sft stage waits for it.
     n=$(nproc)
     CUDA_VISIBLE_DEVICES= setsid taskset -c "$((n - cpu_jobs))-$((n - 1))" "$PYTHON" -m kernelgym.cli data coldstart \
-      --n 6000 --out runs/coldstart_cpu --device cpu --seed "$(( ${SEED:-0} + 10 ))" --heldout-tasks 0 --jobs "$cpu_jobs" \
+      --n 6000 --out runs/coldstart_cpu --device cpu --seed "$(( ${SEED:-0} + 10 ))" --jobs "$cpu_jobs" \
+      --heldout-tasks "$([[ -z ${gpus// /} ]] && echo "${HELDOUT_TASKS:-200}" || echo 0)" \
       --max-seconds "${CORPUS_CPU_SECONDS:-400}" --chunk "$((2 * cpu_jobs))" ${CORPUS_FLAGS:-} --no-progress \
       > "$logs/corpus_cpu.log" 2>&1 < /dev/null &
     echo $! > "$work/corpus_cpu.pid"; note "corpus: interpreter builder on $cpu_jobs cores for ${CORPUS_CPU_SECONDS:-400} s"
   fi
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  note "corpus: $(cat runs/coldstart_g*/train.jsonl 2>/dev/null | wc -l) train rows in $(ls -d runs/coldstart_g* | wc -l) builders, $((SECONDS - start)) s"
+  if ((${#pids[@]} == 0)) && [[ -f $work/corpus_cpu.pid ]]; then  # the call lasts CORPUS_SECONDS while it builds
+    pid=$(cat "$work/corpus_cpu.pid"); end=$((start + ${CORPUS_SECONDS:-120}))
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < end)); do sleep 2; done
+  fi
+  note "corpus: $(cat runs/coldstart_*/judged.jsonl 2>/dev/null | wc -l) answers judged in $(ls -d runs/coldstart_* 2>/dev/null | wc -l) builders here, $((SECONDS - start)) s"
 fi
 
 if want sft; then
