@@ -38,6 +38,8 @@ def add_coldstart_parser(dsub: argparse._SubParsersAction) -> None:
                         "time-boxed build overruns by up to one batch: use about 2 x --jobs there")
     c.add_argument("--max-seconds", type=float, default=0.0,
                    help="stop judging new answers after this long and write what passed (0: never)")
+    c.add_argument("--no-warm-pool", action="store_true",
+                   help="on the CPU, start every judge process afresh instead of forking them ahead of time")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.set_defaults(func=_cmd_coldstart)
 
@@ -61,7 +63,8 @@ def _cmd_coldstart(args: argparse.Namespace) -> int:
                              heldout_fraction=args.heldout_fraction,
                              heldout_families=parse_families(args.heldout_families), heldout_tasks=args.heldout_tasks,
                              jobs=args.jobs, max_tasks=args.max_tasks,
-                             trials=args.trials, max_seconds=args.max_seconds, chunk=args.chunk)
+                             trials=args.trials, max_seconds=args.max_seconds, chunk=args.chunk,
+                             warm_pool=not args.no_warm_pool)
     stats = build(config, progress=not args.no_progress)
     keys = ("rows", "rows_by_kind", "rows_by_split", "tasks_attempted", "tasks_answered", "task_coverage",
             "acceptance_rate", "op_coverage", "ops_never_answered", "seconds")

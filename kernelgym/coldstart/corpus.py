@@ -54,6 +54,8 @@ class ColdstartConfig:
     max_tasks: int = field(default=0, metadata={"help": "give up after this many generated tasks (0: 4 * n)"})
     trials: int = field(default=0, metadata={"help": "correctness trials per answer (0: the judge's default)"})
     chunk: int = field(default=64, metadata={"help": "answers judged per batch (progress is saved after each)"})
+    warm_pool: bool = field(default=True, metadata={"help": "on the CPU, judge with processes forked ahead of "
+                                                     "time from a fork server (kernelgym.worker.warm_pool.batch_pool)"})
     max_seconds: float = field(default=0.0, metadata={"help": "stop judging new answers after this long, keep what "
                                                       "passed (0: never); repairs get a quarter of it on top"})
 
@@ -212,7 +214,11 @@ def build(config: ColdstartConfig, progress: bool = True) -> dict[str, Any]:
     columns = (TextColumn("[bold]coldstart[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
     interrupted = False
-    with Progress(*columns, console=Console(stderr=True), disable=not progress) as bar:
+    from kernelgym.judge.batch import default_jobs
+    from kernelgym.worker.warm_pool import batch_pool
+
+    with batch_pool(config.device, config.jobs or default_jobs(), config.warm_pool), \
+            Progress(*columns, console=Console(stderr=True), disable=not progress) as bar:
         job = bar.add_task("", total=config.n)
         pending: list[Attempt] = []
         stream = iter_tasks(config)

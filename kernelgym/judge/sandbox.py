@@ -369,6 +369,12 @@ def register_source(device: str, source: CandidateSource) -> None:
         _SOURCES[_device_key(device)] = source
 
 
+def has_source(device: str) -> bool:
+    """Whether this process serves `device`'s evaluations from a registered source (a warm pool)."""
+    with _SOURCES_LOCK:
+        return _device_key(device) in _SOURCES
+
+
 def unregister_source(device: str, source: CandidateSource) -> None:
     """Back to fresh spawns on `device`, unless another source has been registered since."""
     with _SOURCES_LOCK:

@@ -18,16 +18,18 @@ pool starts processes with `python -m kernelgym.judge.child` as before.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kernelgym.judge.forkserver import ForkServer, ForkServerFailed
-from kernelgym.judge.sandbox import CandidateProcess, ChildFailed, register_source, unregister_source
+from kernelgym.judge.sandbox import CandidateProcess, ChildFailed, has_source, register_source, unregister_source
 
 log = logging.getLogger(__name__)
 
@@ -239,3 +241,16 @@ class WarmPool:
             self._cond.notify_all()
         if not keep:
             proc.close()
+
+
+@contextlib.contextmanager
+def batch_pool(device: str, jobs: int, enabled: bool = True) -> Iterator[WarmPool | None]:
+    """A warm pool for a long batch of evaluations on the CPU (the corpus builder): two processes per
+    evaluation in flight, forked from a fork server, so each evaluation's answer and replay processes
+    skip the interpreter start and the torch and triton imports. None (fresh spawns, as before) off the
+    CPU, when `enabled` is false, or when this process already serves the device from a pool."""
+    if not enabled or device != "cpu" or has_source(device):
+        yield None
+        return
+    with WarmPool(device, max(2, 2 * jobs)) as pool:
+        yield pool

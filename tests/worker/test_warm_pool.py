@@ -148,3 +148,21 @@ def test_a_caller_waits_for_a_starting_process_and_close_kills_the_idle_ones():
         (idle,) = list(p._ready)
     assert idle.proc.returncode is not None and not idle.scratch.exists() and not p.scratch_root.exists()
     assert p.take(time.monotonic() + 30, 1 << 20, 1 << 20) is None
+
+
+def test_batch_pool_serves_a_cpu_batch_from_forked_processes():
+    from kernelgym.judge.sandbox import has_source
+    from kernelgym.worker.warm_pool import batch_pool
+    from tests.answers import relu_answer
+
+    (relu,) = load_builtin("relu")
+    with batch_pool("cpu", 1) as pool:
+        assert pool is not None and has_source("cpu")
+        r = judge(relu, relu_answer(), JudgeConfig(engine="replay", device="cpu", timeout_s=120))
+        assert r.status is Status.OK, r.message
+        assert pool.stats()["handed_out"] == 2  # the answer's process and the replay's
+    assert not has_source("cpu")
+    with batch_pool("cuda:0", 4) as none:  # GPU batches keep fresh processes
+        assert none is None
+    with batch_pool("cpu", 2, enabled=False) as none:
+        assert none is None
