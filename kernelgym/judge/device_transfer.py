@@ -233,6 +233,10 @@ class DeviceLink:
         try:
             copies = [self._copy(*p) for p in parsed]
             torch.cuda.synchronize(self.device)  # every copy done before the mappings close and the reply is acknowledged
+        except torch.OutOfMemoryError as e:
+            # The copies' sizes are the answer's (its outputs' shapes, up to the message limit): this reply
+            # goes through the area, and the device path stays on for the evaluations beside and after it.
+            raise DeviceTransferFailed(f"out of GPU memory for a reply's copies: {str(e)[:160]}") from None
         except RuntimeError as e:
             mark_broken(str(self.device), f"opening a CUDA IPC handle failed: {str(e)[:200]}")
             raise DeviceTransferFailed(str(e)[:200]) from None
@@ -300,11 +304,19 @@ def _probe_main() -> None:
 
 _CHUNK = 1 << 22  # words per step: three int64 temporaries of 32 MiB
 _MIX = 0x2545F4914F6CDD1D  # odd: a bijection mod 2**64
+_KEEP33, _KEEP32 = (1 << 33) - 1, (1 << 32) - 1  # masks that make torch's arithmetic `>>` on int64 logical
 
 
 def fingerprint(t: torch.Tensor, key: int) -> int:
     """A keyed digest of `t`'s bytes in element order (layout-independent), on `t`'s device, 64 bits:
-    any change to the bytes changes it but with probability ~2**-64 for a writer that does not know `key`."""
+    any change to the bytes changes it but with probability ~2**-64 for a writer that does not know `key`.
+
+    Each word goes through multiplications by the key and *logical* xor-shifts (each step a bijection),
+    ending in a shift, so every bit of a word's term depends on every bit of the key: a kernel that finds a
+    digest or a partial sum in freed memory and knows the words (its own output) cannot recover the key
+    piece by piece (red-team ipc: with one arithmetic shift and the key's multiplication last, the low t
+    bits of the digest depended only on the low ~t+30 key bits, a guess-and-determine of ~2**30 steps).
+    The keyed sums are zeroed after use like the temporaries."""
     data = t.detach().contiguous().reshape(-1).view(torch.uint8)
     words = data.view(torch.int32) if data.numel() % 4 == 0 else data
     k1, k2 = _signed(key | 1), _signed((key * _MIX) | 1)
@@ -313,12 +325,18 @@ def fingerprint(t: torch.Tensor, key: int) -> int:
         w = words[begin:begin + _CHUNK].to(torch.int64)
         h = torch.arange(begin, begin + w.numel(), dtype=torch.int64, device=t.device)
         h.mul_(k1).bitwise_xor_(w).mul_(k2)
-        w.copy_(h).bitwise_right_shift_(29)
+        w.copy_(h).bitwise_right_shift_(31).bitwise_and_(_KEEP33)
         h.bitwise_xor_(w).mul_(k1)
-        acc += h.sum()
+        w.copy_(h).bitwise_right_shift_(32).bitwise_and_(_KEEP32)
+        h.bitwise_xor_(w)
+        part = h.sum()
+        acc += part
+        part.zero_()
         h.zero_()  # no keyed value stays behind in freed memory
         w.zero_()
-    return int(acc.item())
+    value = int(acc.item())
+    acc.zero_()
+    return value
 
 
 def _signed(v: int) -> int:

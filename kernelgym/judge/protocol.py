@@ -281,13 +281,15 @@ def recv(fd: int, max_bytes: int, deadline: float | None = None, stats: dict[str
             _read_into(fd, memoryview(raw.numpy()), deadline)
         tensors.append(raw.view(dtype).reshape(shape))
     t1 = time.perf_counter()
-    if on_device:
-        copies = link.open_all([(dtype, shape, desc) for _, dtype, shape, desc in on_device])
-        for (i, *_), copy in zip(on_device, copies):
-            tensors[i] = copy
-    if stats is not None:
-        stats["body_s"] = time.perf_counter() - t0
-        stats["device_s"] = time.perf_counter() - t1 if on_device else 0.0
+    try:
+        if on_device:
+            copies = link.open_all([(dtype, shape, desc) for _, dtype, shape, desc in on_device])
+            for (i, *_), copy in zip(on_device, copies):
+                tensors[i] = copy
+    finally:  # also when the device entries fail: the parent's seconds are counted either way
+        if stats is not None:
+            stats["body_s"] = time.perf_counter() - t0
+            stats["device_s"] = time.perf_counter() - t1 if on_device else 0.0
     return _fill(meta["skeleton"], tensors)
 
 

@@ -244,6 +244,7 @@ class CandidateProcess:
                                       self.device, self.link)
             except protocol.DeviceTransferFailed as e:
                 self.transfer_seconds += stats.get("body_s", 0.0)
+                self.deadline += stats.get("device_s", 0.0)  # the parent's work (a first contact's probe), not the answer's
                 self.link, self.transfer_note = None, str(e)[:300]
                 protocol.send(self._to_child, {"op": "resend"})
                 stats = {}
@@ -251,6 +252,9 @@ class CandidateProcess:
                                       self.device)
             self._idle_since = time.monotonic()
             self.transfer_seconds += stats.get("body_s", 0.0)
+            # Opening and copying device entries (and a first contact's probe subprocess, up to
+            # `_FIRST_CONTACT_TIMEOUT_S`) is the parent's time while the child waits: not the answer's.
+            self.deadline += stats.get("device_s", 0.0)
         except protocol.ChannelTimeout:
             self.kill()
             raise ChildFailed("timeout", "wall_clock", "the answer ran past the time limit and was killed") from None

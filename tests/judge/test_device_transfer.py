@@ -269,3 +269,66 @@ def test_only_torch_counter_files_are_removed(tmp_path, monkeypatch):
     for name in ("/torch_123_456", "/../etc/passwd", "/torch_1_2/../x", None, "/kernelgym-outputs"):
         device_transfer.remove_counters(name)
     assert removed == ["/dev/shm/torch_123_456"]
+
+
+def test_every_bit_of_a_fingerprint_depends_on_the_whole_key():
+    """Red-team ipc: with one arithmetic shift and the key's multiplication last, the low bits of a
+    digest depended only on the low key bits (flipping key bit 50 or 62 left the low 12 bits as they
+    were), so a kernel that read a digest out of freed memory could recover the key bit by bit."""
+    import random
+
+    rng = random.Random(7)
+    unchanged = 0
+    for _ in range(40):
+        x, key = torch.randn(257), rng.getrandbits(63)
+        for bit in (40, 50, 62):
+            unchanged += (device_transfer.fingerprint(x, key) & 0xFFFF) == (
+                device_transfer.fingerprint(x, key ^ (1 << bit)) & 0xFFFF)
+    assert unchanged <= 1  # by chance: 120 tries at 2**-16
+
+
+def test_an_out_of_memory_copy_leaves_the_device_path_on(monkeypatch):
+    """The parent's copies are as large as the answer's outputs: running out of GPU memory for them sends
+    this reply through the area and does not turn the device path off for the whole process."""
+    key = device_transfer._key(torch.device("cuda", 0))
+    monkeypatch.setattr(device_transfer, "_STATE", {key: ""})
+
+    def oom(self, *parsed):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB (stand-in)")
+
+    monkeypatch.setattr(device_transfer.DeviceLink, "_copy", oom)
+    with pytest.raises(protocol.DeviceTransferFailed, match="out of GPU memory"):
+        _link(uuid="").open_all([(torch.float32, [4], [0, b"h", 64, 0, 0, [1], ""])])
+    assert device_transfer.usable("cuda:0")
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_parents_device_seconds_are_not_the_answers(fail):
+    """Opening device entries (a first contact's probe subprocess takes seconds) happens while the replay
+    waits: the answer's deadline moves by as much, whether the entries open or the area is asked for."""
+    sharer = _Sharer()
+
+    class _SlowLink(_Link):
+        def open_all(self, entries):
+            time.sleep(0.3)
+            return super().open_all(entries)
+
+    proc, to_child_r, from_child_w = _parent_side(_SlowLink(sharer, fail=fail))
+    reply = {"outputs": [torch.randn(300)]}
+
+    def replay():
+        protocol.send(from_child_w, reply, proc.area, sharer.share)
+        if fail:
+            assert protocol.recv(to_child_r, 1 << 20)["op"] == "resend"
+            protocol.send(from_child_w, reply, proc.area)
+
+    t = threading.Thread(target=replay)
+    t.start()
+    before = proc.deadline
+    got = proc.receive()
+    t.join(timeout=30)
+    assert torch.equal(got["outputs"][0], reply["outputs"][0])
+    assert proc.deadline - before >= 0.3
+    for fd in (to_child_r, from_child_w, proc._to_child, proc._from_child):
+        os.close(fd)
+    proc.area.close()
