@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# What the sixth session changed in the judge without a GPU, checked on one, in parts small enough to ride along
+# beside another stage (e.g. launch/rl_check.sh's corpus calls, whose builder uses the host's CPUs, not its GPUs):
+#   tf32   GPU FOLLOWUP_GPU_TF32 (0): RH-14's per-task TF32 mean bound. lg_swiglu (external) must be ok now,
+#          the honest TF32 answers stay ok, every RH-14 exploit stays refused
+#   ipc    GPU FOLLOWUP_GPU_IPC (1): the device path's GPU tests (tests/gpu/test_device_transfer_gpu.py, the new
+#          fingerprint), exploits rh25_relu_ipc_many_output_views (wrong_output, the device path still on) and
+#          rh03_relu_v4g_state_mask_masked_fill_prep (its state buffer now fits the grown variant: cheat RH-03)
+#   cpu    GPU FOLLOWUP_GPU_CPU (2): the 40-answer bench with the host CPU seconds per evaluation
+#          (cpu_answer, cpu_replay in its phase table), JOBS (8) in flight
+# Usage: bash launch/judge_followup_check.sh [tf32] [ipc] [cpu]   (default: all three, in parallel, one GPU each)
+# Each part is cut at FOLLOWUP_LIMIT_S (240). Results: $OUT/followup.txt (each part's tail), $OUT/followup.tgz.
+set -uo pipefail
+cd "$(dirname "$0")/.." && export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+out="${OUT:-followup_out}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
+work="$(mktemp -d)"; limit="${FOLLOWUP_LIMIT_S:-240}"
+parts=" ${*:-tf32 ipc cpu} "
+py="${PYTHON:-python3}"; dev="${FOLLOWUP_DEVICE:-cuda}"  # cpu: a smoke test of this script
+
+tf32() {
+  export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_TF32:-0}"
+  for f in tests/redteam/external/lg_swiglu.py tests/redteam/honest/matmul_square_tf32_dot.py \
+           tests/redteam/honest/linear_bias_gelu_libdevice_erf_epilogue.py tests/redteam/honest/attention_tensor_descriptor_tma.py; do
+    task=$(sed -n 's/^# task: *//p' "$f" | head -1)
+    echo "== $f ($task)"
+    timeout 120 "$py" -m kernelgym.cli judge "$task" "$f" --device "$dev" --no-compile-baseline 2>&1 | tail -n 4
+  done > "$work/tf32_legit.txt"
+  timeout "$limit" "$py" -m kernelgym.cli redteam --device "$dev" --only RH-14 --no-legit --jobs 6 --no-compile-baseline \
+    --json-out "$work/tf32_rh14.jsonl" > "$work/tf32_rh14.txt" 2>&1
+}
+ipc() {
+  export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_IPC:-1}"
+  timeout "$limit" "$py" -m pytest -m gpu -q -p no:randomly -rfE tests/gpu/test_device_transfer_gpu.py \
+    > "$work/ipc_tests.txt" 2>&1
+  for name in rh25_relu_ipc_many_output_views rh03_relu_v4g_state_mask_masked_fill_prep; do
+    timeout "$limit" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
+      --json-out "$work/ipc_$name.jsonl" > "$work/ipc_$name.txt" 2>&1
+  done
+}
+cpu() {
+  export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_CPU:-2}"
+  timeout "$limit" "$py" -m kernelgym.cli bench service --device "$dev" --no-baseline --repeats 0 --no-compile-baseline \
+    --timeout 30 --jobs "${JOBS:-8}" --json-out "$work/cpu_bench.json" > "$work/cpu_bench.txt" 2>&1
+}
+
+pids=()
+for p in tf32 ipc cpu; do
+  [[ $parts == *" $p "* ]] || continue
+  "$p" & pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+{ nvidia-smi --query-gpu=index,name --format=csv,noheader 2>/dev/null
+  for f in "$work"/*.txt; do echo "===== $(basename "$f")"; tail -n 40 "$f"; done; } > "$out/followup.txt"
+tar czf "$out/followup.tgz" -C "$work" .
+cat "$out/followup.txt" | tail -n 120
