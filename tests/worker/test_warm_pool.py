@@ -158,6 +158,7 @@ def test_batch_pool_serves_a_cpu_batch_from_forked_processes():
     (relu,) = load_builtin("relu")
     with batch_pool("cpu", 1) as pool:
         assert pool is not None and has_source("cpu")
+        assert pool.wait_ready(2, timeout=300)  # a loaded machine starts them slowly: no fresh spawn races them
         r = judge(relu, relu_answer(), JudgeConfig(engine="replay", device="cpu", timeout_s=120))
         assert r.status is Status.OK, r.message
         assert pool.stats()["handed_out"] == 2  # the answer's process and the replay's
