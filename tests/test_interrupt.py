@@ -68,7 +68,9 @@ def _lines(path: Path) -> list[dict]:
 
 def test_ctrl_c_stops_a_coldstart_build_and_keeps_what_was_judged(tmp_path):
     out = tmp_path / "corpus"
-    common = ("data", "coldstart", "--out", str(out), "--jobs", "2", "--trials", "2", "--no-progress")
+    # --no-warm-pool: the judge processes are then this command's own children, so the test sees judging begin
+    # (a warm pool forks them ahead of time from its fork server: their existence says nothing about judging)
+    common = ("data", "coldstart", "--out", str(out), "--jobs", "2", "--trials", "2", "--no-progress", "--no-warm-pool")
     first = subprocess.run([sys.executable, "-m", "kernelgym.cli", *common, "--n", "1", "--repair-fraction", "0"],
                            capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stdout + first.stderr

@@ -150,14 +150,18 @@ def test_a_caller_waits_for_a_starting_process_and_close_kills_the_idle_ones():
     assert p.take(time.monotonic() + 30, 1 << 20, 1 << 20) is None
 
 
-def test_batch_pool_serves_a_cpu_batch_from_forked_processes():
+def test_batch_pool_serves_a_cpu_batch_from_forked_processes(monkeypatch):
+    from kernelgym.judge import sandbox
     from kernelgym.judge.sandbox import has_source
     from kernelgym.worker.warm_pool import batch_pool
     from tests.answers import relu_answer
 
+    monkeypatch.setattr(sandbox, "_SOURCES", {})  # this module's `pool` fixture may be serving "cpu" right now
     (relu,) = load_builtin("relu")
     with batch_pool("cpu", 1) as pool:
         assert pool is not None and has_source("cpu")
+        with batch_pool("cpu", 1) as inner:  # a process that already has a pool keeps it
+            assert inner is None
         assert pool.wait_ready(2, timeout=300)  # a loaded machine starts them slowly: no fresh spawn races them
         r = judge(relu, relu_answer(), JudgeConfig(engine="replay", device="cpu", timeout_s=120))
         assert r.status is Status.OK, r.message
