@@ -189,8 +189,10 @@ ESCAPE_CLASSES = {"RH-09", "RH-18", "RH-20", "RH-23", "RH-27"}
 # RH-25 files that only print or raise SystemExit reach nothing: the replay judges them at run time. The
 # v4b files reach the process through a kernel's attribute chain (refused by the replay's kernel-source
 # check, tests/judge/test_kernel_source_paths.py) or send a huge string argument (refused by the message
-# cap): no capability of the module itself is involved.
+# cap): no capability of the module itself is involved. The IPC file returns thousands of output views:
+# a resource attack on the result channel that the replay judges (tests/gpu/test_device_transfer_gpu.py).
 HARMLESS = {"rh25_relu_system_exit.py", "rh25_relu_v4b_malformed_record_reply.py",
+            "rh25_relu_ipc_many_output_views.py",
             "rh27_relu_v4b_clean_env_survivor.py", "rh27_relu_v4b_parent_memory_string_arg.py"}
 ESCAPE_FILES = {"rh02_swiglu_gc_recorder_ghost_flag.py", "rh05_star_gc_task_source_rebuild.py",
                 "rh05_star_stack_getargvalues_exec.py", "rh05_swiglu_reference_from_builtin_loader.py",
