@@ -3,6 +3,8 @@
 # stage resumable, every result that must outlive the machine sent back in $OUT as parts of <= 16 MiB.
 #   bash launch/rl_check.sh prepare        HERE, once: wheels (.whl/train, .whl/serve), the GGUF's six carry
 #                                          parts (.carry/qwen) and .carry/in from parts fetched earlier
+#                                          (SFT_PARTS RL_PARTS TASKS_TGZ CORPORA; KB=a KernelBench checkout and
+#                                          KB_AUDIT=its audit rows from an earlier kbaudit, for the eval)
 #   STAGE=a,b bash launch/rl_check.sh      on the GPU machine; stages, in the order they run:
 #     corpus  the cold-start corpus, one builder per GPU in CORPUS_GPUS (runs/coldstart_g<i>, resumed by the
 #             next call) for CORPUS_SECONDS; the calls that carry the GGUF's parts do this while it arrives
@@ -12,8 +14,12 @@
 #     rl      LoRA RL from the SFT adapter (configs/grpo_qwen_coder_lora_h100x4.yaml) on TRAIN_GPU, judged by
 #             the service (started if down), RL_SECONDS per call; $OUT/rl_state (parts with the optimizer
 #             state), $OUT/rl_curve.png; the run goes on from the newest checkpoint, here or carried
-#     eval    base, SFT and RL policies (adapters merged: train/merge_policy.py) on the held-out tasks, one
-#             GPU each, in parallel (the service is stopped first); $OUT/eval.tgz
+#     kbaudit KernelBench level 1's degenerate-task audit at full size, one shard per GPU in KBAUDIT_GPUS, in the
+#             background beside the call's other stages (sft or corpus leave GPUs 1-3 idle) for KBAUDIT_SECONDS,
+#             resumed by the next call; the rows go back in logs.tgz (kb_audit.jsonl: carry it with KB_AUDIT)
+#     eval    base, SFT and RL policies (adapters merged: train/merge_policy.py) on EVAL_SETS (heldout,
+#             heldout_family, kernelbench: level 1, its audit's degenerate tasks left out and listed), one GPU
+#             per model, in parallel (the service is stopped first); $OUT/eval.tgz
 #     carry   nothing but stashing what this call carried (every stage does that first)
 # Every call stashes what it carried (GGUF parts, wheels, .carry/in), restores .carry/in (joined and
 # checked by train/adapter_parts.py), and writes $OUT/next.txt: what this machine holds and the next call.
@@ -26,7 +32,8 @@
 #      would carry past it), after a start-up of up to ~150 s; CALL_SECONDS=570 is the hard limit from the
 #      script's start (training is killed 25 s before it, the newest checkpoint is still sent back; run
 #      the call with timeout_s 600). SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 JUDGE_GPUS="1 2 3" JUDGE_JOBS=11 PORT=8000
-#      LIMIT=200 MAX_NEW=4096 MODELS="base sft rl" (eval) PYTHON=python3
+#      LIMIT=200 MAX_NEW=4096 MODELS="base sft rl" EVAL_SETS="heldout heldout_family kernelbench" (eval)
+#      KB_LIMIT=100 KBAUDIT_GPUS="1 2 3" KBAUDIT_SECONDS=300 KBAUDIT_TASK_TIMEOUT=180 KBAUDIT_DEVICE=cuda PYTHON=python3
 #      A rehearsal without a GPU (docs/TRAINING.md): BASE_MODEL=kernelgym:tiny CORPUS_DEVICE=cpu JUDGE_DEVICES=cpu
 #      ACCELERATE_CONFIG=configs/accelerate/cpu.yaml and the tiny overrides in SFT_ARGS / RL_ARGS.
 set -uo pipefail
@@ -64,6 +71,12 @@ prepare() {  # here: what the calls carry, then the plan with each call's size
     fi
   done
   if [[ -n ${TASKS_TGZ:-} ]]; then cp "$TASKS_TGZ" .carry/in/tasks.tgz || return 1; fi
+  if [[ -n ${KB:-} ]]; then  # KernelBench's level 1 (the eval's third set): the tasks alone, never committed
+    local kb_root=$KB; [[ -d $KB/KernelBench ]] && kb_root=$KB/KernelBench
+    [[ -d $kb_root/level1 ]] || { echo "KB=$KB holds no level1/ (nor KernelBench/level1/): not a KernelBench checkout"; return 2; }
+    tar czf .carry/in/kernelbench.tgz --transform "s|^level1|kernelbench/level1|" -C "$kb_root" level1 || return 1
+  fi
+  if [[ -n ${KB_AUDIT:-} ]]; then cp "$KB_AUDIT" .carry/in/kb_audit.jsonl || return 1; fi  # rows of an earlier kbaudit
   local c; for c in ${CORPORA:-}; do  # corpus directories built elsewhere (on this CPU, say), for the sft stage
     [[ -f $c/train.jsonl ]] || { echo "$c holds no train.jsonl: not a corpus of kernelgym data coldstart"; return 2; }
     local n; n=$(basename "$c"); [[ $n == coldstart_* ]] || n="coldstart_$n"
@@ -115,8 +128,11 @@ for d in sft_adapter rl_state; do
   fi
 done
 for f in .carry/in/*.tgz; do [[ -f $f ]] && cp "$f" "$stash/in/"; done
-mkdir -p runs
+mkdir -p runs "$stash/kb_audit"
 if [[ -f $stash/in/tasks.tgz && ! -d runs/coldstart/tasks ]]; then tar xzf "$stash/in/tasks.tgz" -C runs || rc=1; fi
+if [[ -f $stash/in/kernelbench.tgz && ! -d runs/kernelbench ]]; then tar xzf "$stash/in/kernelbench.tgz" -C runs || rc=1; fi
+# audit rows carried from an earlier machine: the kbaudit stage resumes from them, the eval excludes by them
+[[ -f .carry/in/kb_audit.jsonl && ! -f $stash/kb_audit/carried.jsonl ]] && cp .carry/in/kb_audit.jsonl "$stash/kb_audit/carried.jsonl"
 for f in "$stash"/in/coldstart_*.tgz; do  # corpora built elsewhere (prepare's CORPORA): runs/coldstart_<name>
   [[ -f $f && ! -d runs/$(basename "$f" .tgz) ]] && { tar xzf "$f" -C runs || rc=1; }
 done
@@ -179,6 +195,52 @@ if want corpus; then
   fi
   note "corpus: $(cat runs/coldstart_*/judged.jsonl 2>/dev/null | wc -l) answers judged in $(ls -d runs/coldstart_* 2>/dev/null | wc -l) builders here, $((SECONDS - start)) s"
 fi
+
+kb_audit_rows() {  # every audit row done or carried, one per task (the newest), to stdout
+  "$PYTHON" - "$stash"/kb_audit/*.jsonl "$work"/kb_resume_*.jsonl <<'PY'
+import json, sys
+rows = {}
+for path in sys.argv[1:]:
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        try:
+            rows[json.loads(line)["task_id"]] = line
+        except (ValueError, KeyError, TypeError):
+            pass  # a torn last line of a shard killed mid-write
+sys.stdout.write("".join(line + "\n" for line in rows.values()))
+PY
+}
+kb_pids=()
+if want kbaudit; then
+  # KernelBench level 1's degenerate-task audit at full size (the eval excludes what it flags), on GPUs the other
+  # stages leave idle: one shard of the tasks per GPU in KBAUDIT_GPUS, each resumed from its rows in $stash.
+  if [[ ! -d runs/kernelbench/level1 ]]; then note "kbaudit: no KernelBench here: prepare with KB=DIR, carry .carry/in"
+  else
+    kb_gpus=(${KBAUDIT_GPUS:-1 2 3}); n_kb=${#kb_gpus[@]}; i=0
+    for g in "${kb_gpus[@]}"; do
+      shard=runs/kb_shard$i/level1; rm -rf "runs/kb_shard$i"; mkdir -p "$shard"
+      j=0; for f in runs/kernelbench/level1/*.py; do ((j % n_kb == i)) && cp "$f" "$shard/"; j=$((j + 1)); done
+      # the shard resumes from every row done anywhere (other shards' rows are skipped as not in its spec)
+      kb_audit_rows > "$work/kb_resume_$i.tmp" && mv "$work/kb_resume_$i.tmp" "$work/kb_resume_$i.jsonl"
+      CUDA_VISIBLE_DEVICES=$g timeout --signal=INT -k 20 "${KBAUDIT_SECONDS:-300}" "$PYTHON" -m kernelgym.cli tasks audit \
+        "kernelbench:runs/kb_shard$i:level1" --device "${KBAUDIT_DEVICE:-cuda}" --size auto --json-out "$work/kb_resume_$i.jsonl" --resume \
+        --task-timeout "${KBAUDIT_TASK_TIMEOUT:-180}" --jobs 1 > "$logs/kbaudit_$i.log" 2>&1 &
+      kb_pids+=($!); i=$((i + 1))
+    done
+    note "kbaudit: ${#kb_pids[@]} shard(s) of KernelBench level 1 on GPUs ${kb_gpus[*]} for ${KBAUDIT_SECONDS:-300} s"
+  fi
+fi
+kb_audit_wait() {  # the shards' rows merged into $stash, one per task
+  ((${#kb_pids[@]})) || return 0
+  for p in "${kb_pids[@]}"; do wait "$p"; done; kb_pids=()
+  kb_audit_rows > "$work/kb_done.tmp" && mv "$work/kb_done.tmp" "$stash/kb_audit/done.jsonl"
+  cp "$stash/kb_audit/done.jsonl" "$logs/kb_audit.jsonl"
+  note "kbaudit: $(wc -l < "$stash/kb_audit/done.jsonl") of $(ls runs/kernelbench/level1/*.py | wc -l) level-1 tasks audited" \
+    "($(grep -c '"verdict": "degenerate"' "$stash/kb_audit/done.jsonl") degenerate); rows in logs.tgz: kb_audit.jsonl"
+}
 
 if want sft; then
   need_model sft || exit 3
@@ -245,6 +307,7 @@ fi
 if want eval; then
   need_model eval || exit 3
   stop_service  # its GPUs judge the evaluations now
+  kb_audit_wait  # a kbaudit of this call first: its rows are the KernelBench evals' screen
   rl_adapter=$rl_dir; [[ -f $rl_dir/adapter_model.safetensors ]] || rl_adapter=$(newest_checkpoint "$rl_dir")
   gpus=(0 1 2 3); i=0; pids=()
   for name in ${MODELS:-base sft rl}; do
@@ -258,15 +321,26 @@ if want eval; then
       "$PYTHON" -m train.merge_policy --model "$base_model" "${adapters[@]}" --out "$model" \
         >> "$logs/merge_$name.log" 2>&1 || { rc=1; continue; }
     fi
-    CUDA_VISIBLE_DEVICES=${gpus[i % 4]} "$PYTHON" -m kernelgym.cli eval --model "$model" \
-      --tasks "gen:runs/coldstart/tasks:heldout" --limit "${LIMIT:-200}" --samples 1 --max-new-tokens "${MAX_NEW:-4096}" \
-      --gen-batch 128 --reps 10 --no-compile-baseline --no-audit --no-progress --out "runs/eval_lora_$name" \
-      > "$logs/eval_$name.log" 2>&1 &
+    ( for set in ${EVAL_SETS:-heldout heldout_family kernelbench}; do  # one model's sets, one after another, on its GPU
+        case $set in
+          heldout|heldout_family) spec="gen:runs/coldstart/tasks:$set"; flags=(--limit "${LIMIT:-200}" --no-audit) ;;
+          kernelbench)  # the real level-1 tasks at full size; the audit's degenerate tasks are left out and listed
+            [[ -d runs/kernelbench/level1 ]] || { echo "eval: no KernelBench here (prepare with KB=DIR)"; continue; }
+            spec="kernelbench:runs/kernelbench:level1"; flags=(--size auto --limit "${KB_LIMIT:-100}")  # auto: full on a GPU
+            mkdir -p "runs/eval_lora_${name}_$set"  # rows the kbaudit stage made: only the rest is audited here
+            [[ -f runs/eval_lora_${name}_$set/audit.jsonl ]] || kb_audit_rows > "runs/eval_lora_${name}_$set/audit.jsonl" ;;
+          *) echo "EVAL_SETS: heldout, heldout_family or kernelbench, not $set"; exit 2 ;;
+        esac
+        CUDA_VISIBLE_DEVICES=${gpus[i % 4]} "$PYTHON" -m kernelgym.cli eval --model "$model" --tasks "$spec" "${flags[@]}" \
+          --samples 1 --max-new-tokens "${MAX_NEW:-4096}" --gen-batch 128 --reps 10 --no-compile-baseline --no-progress \
+          --out "runs/eval_lora_${name}_$set" || exit 1
+      done ) > "$logs/eval_$name.log" 2>&1 &
     pids+=($!); i=$((i + 1))
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   tar czf "$out/eval.tgz" -C runs $(cd runs && ls -d eval_lora_* 2>/dev/null) || rc=1
 fi
+kb_audit_wait
 
 # --- what this machine holds now, and the next call ------------------------------------------------------
 {
@@ -276,6 +350,9 @@ fi
   if "$PYTHON" -c "import fastapi, uvicorn, pydantic" 2>/dev/null; then echo "service wheels: installed"
   else echo "service wheels: carry .whl/serve"; fi
   service_up && echo "judging service: up at $judge_url" || echo "judging service: down"
+  if [[ -d runs/kernelbench/level1 ]]; then
+    echo "kernelbench: level 1 here, $(kb_audit_rows | wc -l) of $(ls runs/kernelbench/level1/*.py | wc -l) tasks audited (STAGE=…,kbaudit resumes)"
+  else echo "kernelbench: none (prepare with KB=DIR)"; fi
   echo "corpus: $(cat runs/coldstart_*/train.jsonl 2>/dev/null | wc -l) rows built here or carried; merged: $([[ -f runs/coldstart/train.jsonl ]] && wc -l < runs/coldstart/train.jsonl || echo no); tasks: $([[ -d runs/coldstart/tasks ]] && echo yes || echo no)"
   if [[ -f $sft_dir/adapter_model.safetensors ]]; then echo "sft: adapter ready ($sft_dir)"
   elif c=$(newest_checkpoint "$sft_dir"); [[ -n $c ]]; then echo "sft: in progress, $(basename "$c")"; else echo "sft: none"; fi
