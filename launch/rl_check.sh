@@ -32,8 +32,9 @@
 #      would carry past it), after a start-up of up to ~150 s; CALL_SECONDS=570 is the hard limit from the
 #      script's start (training is killed 25 s before it, the newest checkpoint is still sent back; run
 #      the call with timeout_s 600). SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 JUDGE_GPUS="1 2 3" JUDGE_JOBS=11 PORT=8000
-#      LIMIT=200 MAX_NEW=4096 MODELS="base sft rl" EVAL_SETS="heldout heldout_family kernelbench" (eval)
-#      KB_LIMIT=100 KBAUDIT_GPUS="1 2 3" KBAUDIT_SECONDS=300 KBAUDIT_TASK_TIMEOUT=180 KBAUDIT_DEVICE=cuda PYTHON=python3
+#      LIMIT=200 SAMPLES=4 KB_LIMIT=100 KB_SAMPLES=1 MAX_NEW=4096 MODELS="base sft rl"
+#      EVAL_SETS="heldout heldout_family kernelbench" (eval: cut at the hard limit, resumed by the next call)
+#      KBAUDIT_GPUS="1 2 3" KBAUDIT_SECONDS=300 KBAUDIT_TASK_TIMEOUT=180 KBAUDIT_DEVICE=cuda PYTHON=python3
 #      A rehearsal without a GPU (docs/TRAINING.md): BASE_MODEL=kernelgym:tiny CORPUS_DEVICE=cpu JUDGE_DEVICES=cpu
 #      ACCELERATE_CONFIG=configs/accelerate/cpu.yaml and the tiny overrides in SFT_ARGS / RL_ARGS.
 set -uo pipefail
@@ -323,21 +324,30 @@ if want eval; then
     fi
     ( for set in ${EVAL_SETS:-heldout heldout_family kernelbench}; do  # one model's sets, one after another, on its GPU
         case $set in
-          heldout|heldout_family) spec="gen:runs/coldstart/tasks:$set"; flags=(--limit "${LIMIT:-200}" --no-audit) ;;
+          heldout|heldout_family) spec="gen:runs/coldstart/tasks:$set"; flags=(--limit "${LIMIT:-200}" --no-audit --samples "${SAMPLES:-4}") ;;
           kernelbench)  # the real level-1 tasks at full size; the audit's degenerate tasks are left out and listed
             [[ -d runs/kernelbench/level1 ]] || { echo "eval: no KernelBench here (prepare with KB=DIR)"; continue; }
-            spec="kernelbench:runs/kernelbench:level1"; flags=(--size auto --limit "${KB_LIMIT:-100}")  # auto: full on a GPU
+            spec="kernelbench:runs/kernelbench:level1"; flags=(--size auto --limit "${KB_LIMIT:-100}" --samples "${KB_SAMPLES:-1}")  # auto: full on a GPU
             mkdir -p "runs/eval_lora_${name}_$set"  # rows the kbaudit stage made: only the rest is audited here
             [[ -f runs/eval_lora_${name}_$set/audit.jsonl ]] || kb_audit_rows > "runs/eval_lora_${name}_$set/audit.jsonl" ;;
           *) echo "EVAL_SETS: heldout, heldout_family or kernelbench, not $set"; exit 2 ;;
         esac
-        CUDA_VISIBLE_DEVICES=${gpus[i % 4]} "$PYTHON" -m kernelgym.cli eval --model "$model" --tasks "$spec" "${flags[@]}" \
-          --samples 1 --max-new-tokens "${MAX_NEW:-4096}" --gen-batch 128 --reps 10 --no-compile-baseline --no-progress \
-          --out "runs/eval_lora_${name}_$set" || exit 1
+        # resumable: a run cut at the call's hard limit goes on from its generations and verdicts next call
+        lim=$(hard_limit); ((lim > 30)) || { echo "eval $name $set: exit 124 (no time left in this call)"; exit 3; }
+        CUDA_VISIBLE_DEVICES=${gpus[i % 4]} timeout -k 10 "$lim" "$PYTHON" -m kernelgym.cli eval --model "$model" \
+          --tasks "$spec" "${flags[@]}" --max-new-tokens "${MAX_NEW:-4096}" --gen-batch 128 --reps 10 --no-compile-baseline \
+          --no-progress --out "runs/eval_lora_${name}_$set"
+        code=$?; echo "eval $name $set: exit $code"
+        ((code == 124 || code == 137)) && exit 3; ((code == 0)) || exit 1
       done ) > "$logs/eval_$name.log" 2>&1 &
     pids+=($!); i=$((i + 1))
   done
-  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  for p in "${pids[@]}"; do
+    wait "$p"; code=$?
+    ((code == 3)) && { note "eval: cut at the call's hard limit: STAGE=eval again resumes it"; rc=3; }
+    ((code != 0 && code != 3)) && rc=1
+  done
+  note "eval: $(grep -h '^eval .*: exit' "$logs"/eval_*.log 2>/dev/null | tr '\n' ';')"
   tar czf "$out/eval.tgz" -C runs $(cd runs && ls -d eval_lora_* 2>/dev/null) || rc=1
 fi
 kb_audit_wait
