@@ -105,8 +105,21 @@ def build_trainer(data_args: SFTDataArguments, args: Any, model_args: Any) -> An
     model, tokenizer = load_policy(model_args, args)
     # Training pads on the right; the policy's tokenizer pads on the left for generation.
     tokenizer.padding_side = "right"
-    return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                      peft_config=get_peft_config(model_args))
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                         peft_config=get_peft_config(model_args))
+    check_rows_kept(len(dataset), len(trainer.train_dataset), args.max_length)
+    return trainer
+
+
+def check_rows_kept(given: int, kept: int, max_length: int | None) -> None:
+    """TRL drops a row whose prompt alone fills `max_length` (no completion token left to learn from), silently:
+    say how many went, and refuse a run with none left (else the sampler fails with `num_samples=0`)."""
+    if kept == 0:
+        raise ValueError(f"every one of the {given} training rows has a prompt of max_length ({max_length}) tokens "
+                         "or more, so no completion token is left to train on: raise --max_length")
+    if kept < given:
+        log.warning("%d of %d training rows dropped: their prompts fill max_length (%s tokens); raise --max_length "
+                    "to keep them", given - kept, given, max_length)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:

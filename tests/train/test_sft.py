@@ -57,6 +57,17 @@ def test_sft_refuses_missing_or_empty_data(tmp_path):
         load_sft_dataset(SFTDataArguments(data=str(tmp_path)))
 
 
+def test_sft_refuses_when_every_prompt_fills_max_length(tmp_path):
+    """TRL drops rows whose prompt alone reaches max_length; with none left the run says why, not a sampler error."""
+    from train.sft import build_trainer, parse_args
+
+    _export(tmp_path, n=2)
+    data_args, args, model_args = parse_args(["--config", CONFIG, "--data", str(tmp_path),
+                                              "--output_dir", str(tmp_path / "run"), "--max_length", "8"])
+    with pytest.raises(ValueError, match="raise --max_length"):
+        build_trainer(data_args, args, model_args)
+
+
 def test_sft_time_budget_stops_with_a_checkpoint_and_resumes(tmp_path, monkeypatch):
     """A run over its `max_seconds` stops at a step with a checkpoint and no model; the same command with
     `--resume_from_checkpoint auto` finishes from there."""
