@@ -197,8 +197,8 @@ if want corpus; then
   note "corpus: $(cat runs/coldstart_*/judged.jsonl 2>/dev/null | wc -l) answers judged in $(ls -d runs/coldstart_* 2>/dev/null | wc -l) builders here, $((SECONDS - start)) s"
 fi
 
-kb_audit_rows() {  # every audit row done or carried, one per task (the newest), to stdout
-  "$PYTHON" - "$stash"/kb_audit/*.jsonl "$work"/kb_resume_*.jsonl <<'PY'
+kb_audit_rows() {  # every audit row done, carried or made by a KernelBench eval, one per task (the newest), to stdout
+  "$PYTHON" - "$stash"/kb_audit/*.jsonl "$work"/kb_resume_*.jsonl runs/eval_lora_*_kernelbench/audit.jsonl <<'PY'
 import json, sys
 rows = {}
 for path in sys.argv[1:]:
@@ -347,7 +347,7 @@ if want eval; then
     ((code == 3)) && { note "eval: cut at the call's hard limit: STAGE=eval again resumes it"; rc=3; }
     ((code != 0 && code != 3)) && rc=1
   done
-  note "eval: $(grep -h '^eval .*: exit' "$logs"/eval_*.log 2>/dev/null | tr '\n' ';')"
+  note "eval: $(for name in ${MODELS:-base sft rl}; do grep -h '^eval .*: exit' "$logs/eval_$name.log"; done 2>/dev/null | tr '\n' ';')"
   tar czf "$out/eval.tgz" -C runs $(cd runs && ls -d eval_lora_* 2>/dev/null) || rc=1
 fi
 kb_audit_wait
