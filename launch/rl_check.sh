@@ -19,7 +19,7 @@
 #             resumed by the next call; the rows go back in logs.tgz (kb_audit.jsonl: carry it with KB_AUDIT)
 #     eval    base, SFT and RL policies (adapters merged: train/merge_policy.py) on EVAL_SETS (heldout,
 #             heldout_family, kernelbench: level 1, its audit's degenerate tasks left out and listed), one GPU
-#             per model, in parallel (the service is stopped first); $OUT/eval.tgz
+#             per model, in parallel (the service is stopped first); $OUT/eval_<model>.tgz
 #     carry   nothing but stashing what this call carried (every stage does that first)
 # Every call stashes what it carried (GGUF parts, wheels, .carry/in), restores .carry/in (joined and
 # checked by train/adapter_parts.py), and writes $OUT/next.txt: what this machine holds and the next call.
@@ -348,7 +348,10 @@ if want eval; then
     ((code != 0 && code != 3)) && rc=1
   done
   note "eval: $(for name in ${MODELS:-base sft rl}; do grep -h '^eval .*: exit' "$logs/eval_$name.log"; done 2>/dev/null | tr '\n' ';')"
-  tar czf "$out/eval.tgz" -C runs $(cd runs && ls -d eval_lora_* 2>/dev/null) || rc=1
+  for name in ${MODELS:-base sft rl}; do  # one archive per model: each stays under the 16 MiB a file may bring back
+    dirs=$(cd runs && ls -d eval_lora_"${name}"_* 2>/dev/null)
+    [[ -n $dirs ]] && { tar czf "$out/eval_$name.tgz" -C runs $dirs || rc=1; }
+  done
 fi
 kb_audit_wait
 
