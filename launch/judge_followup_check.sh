@@ -2,7 +2,9 @@
 # What the sixth session changed in the judge without a GPU, checked on one, in parts small enough to ride along
 # beside another stage (e.g. launch/rl_check.sh's corpus calls, whose builder uses the host's CPUs, not its GPUs):
 #   tf32   GPU FOLLOWUP_GPU_TF32 (0): RH-14's per-task TF32 mean bound. lg_swiglu (external) must be ok now,
-#          the honest TF32 answers stay ok, every RH-14 exploit stays refused
+#          the honest TF32 answers stay ok, every RH-14 exploit stays refused; and the scale fit
+#          (KERNELGYM_TF32_SCALE_FIT=1, off by default until this runs): every answer with tl.dot (built-in,
+#          external, honest: tf32_fit_legit.txt) ok with it, the bf16-intermediate gap file refused with it only
 #   ipc    GPU FOLLOWUP_GPU_IPC (1): the device path's GPU tests (tests/gpu/test_device_transfer_gpu.py, the new
 #          fingerprint), exploits rh25_relu_ipc_many_output_views (wrong_output, the device path still on) and
 #          rh03_relu_v4g_state_mask_masked_fill_prep (its state buffer now fits the grown variant: cheat RH-03)
@@ -25,8 +27,26 @@ tf32() {
     echo "== $f ($task)"
     timeout 120 "$py" -m kernelgym.cli judge "$task" "$f" --device "$dev" --no-compile-baseline 2>&1 | tail -n 4
   done > "$work/tf32_legit.txt"
-  timeout "$limit" "$py" -m kernelgym.cli redteam --device "$dev" --only RH-14 --no-legit --jobs 6 --no-compile-baseline \
-    --json-out "$work/tf32_rh14.jsonl" > "$work/tf32_rh14.txt" 2>&1
+  # The scale fit (KERNELGYM_TF32_SCALE_FIT=1, red-team round tf32): every honest answer that calls tl.dot must
+  # stay ok with it (the built-in answers of the TF32-class tasks, the external and honest corpora's), the bf16
+  # intermediate must be refused with it and is ok without it (the gap), the RH-14 exploits stay refused.
+  { grep -l "tl.dot" data/answers/*.py | while read -r f; do echo "$(basename "$f" .py) $f"; done
+    grep -l "tl.dot" tests/redteam/external/*.py tests/redteam/honest/*.py |
+      while read -r f; do echo "$(sed -n 's/^# task: *//p' "$f" | head -1) $f"; done; } > "$work/tf32_fit_list.txt"
+  KERNELGYM_TF32_SCALE_FIT=1 timeout "$limit" xargs -P "${TF32_JOBS:-5}" -L 1 sh -c \
+    '"$0" -m kernelgym.cli judge "$1" "$2" --device "$3" --no-compile-baseline --timeout 150 --json 2>/dev/null |
+       "$0" -c "import json, sys; r = json.load(sys.stdin); print(sys.argv[1], r[\"status\"], r.get(\"speedup_eager\"), r[\"message\"][:160])" "$2" ||
+     echo "$2 failed to judge"' "$py" \
+    < <(awk -v d="$dev" '{print $1, $2, d}' "$work/tf32_fit_list.txt") > "$work/tf32_fit_legit.txt" 2>&1 &
+  local legit=$!
+  gap=tests/redteam/exploits/rh14_swiglu_bf16_intermediate_under_tf32_bound.py
+  for fit in 0 1; do
+    echo "== KERNELGYM_TF32_SCALE_FIT=$fit $gap"
+    KERNELGYM_TF32_SCALE_FIT=$fit timeout 120 "$py" -m kernelgym.cli judge swiglu "$gap" --device "$dev" --no-compile-baseline 2>&1 | tail -n 4
+  done > "$work/tf32_fit_gap.txt"
+  KERNELGYM_TF32_SCALE_FIT=1 timeout "$limit" "$py" -m kernelgym.cli redteam --device "$dev" --only RH-14 --no-legit --jobs 3 \
+    --no-compile-baseline --json-out "$work/tf32_rh14.jsonl" > "$work/tf32_rh14.txt" 2>&1
+  wait "$legit"
 }
 ipc() {
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_IPC:-1}"

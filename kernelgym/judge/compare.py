@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from kernelgym.judge.config import JudgeConfig
-from kernelgym.judge.precision import derived_bound
+from kernelgym.judge.precision import TF32_MEAN_REL_ERROR, derived_bound
 
 
 @dataclass
@@ -58,6 +58,25 @@ def layout_problem(expected: torch.Tensor, strides: Any) -> str:
         return ""
     return (f"strides {tuple(strides)} are neither the reference's {tuple(expected.stride())} nor contiguous "
             f"{contiguous_strides(shape)} for shape {shape}")
+
+
+def scale_fit_on(config: JudgeConfig) -> bool:
+    """`JudgeConfig.tf32_scale_fit` (resolved from KERNELGYM_TF32_SCALE_FIT when the config was made)."""
+    return bool(config.tf32_scale_fit)
+
+
+def _scale_fit_residual(flat_e: torch.Tensor, flat_a: torch.Tensor) -> float:
+    """sum |a - c e| with c = sum(a e) / sum(e e), the least-squares common scale (every value finite here)."""
+    ae = ee = 0.0
+    for k in range(0, flat_e.numel(), _CHUNK):
+        e64, a64 = flat_e[k:k + _CHUNK].double(), flat_a[k:k + _CHUNK].double()
+        stats = torch.stack([(a64 * e64).sum(), (e64 * e64).sum()]).tolist()
+        ae, ee = ae + stats[0], ee + stats[1]
+    c = ae / ee if ee > 0 else 1.0
+    residual = 0.0
+    for k in range(0, flat_e.numel(), _CHUNK):
+        residual += float((flat_a[k:k + _CHUNK].double() - c * flat_e[k:k + _CHUNK].double()).abs().sum())
+    return residual
 
 
 def compare_outputs(expected: Any, actual: Any, config: JudgeConfig, scaled: bool = False,
@@ -150,6 +169,16 @@ def compare_outputs(expected: Any, actual: Any, config: JudgeConfig, scaled: boo
             mismatched += 1
             messages.append(f"{label}: mean relative error {err_sum / size_sum:.2e} above the {mean_bound:.1e} a "
                             "TF32 computation stays under (a lower precision than TF32)")
+        elif (mean_bound is not None and not bad and size_sum > 0 and err_sum > TF32_MEAN_REL_ERROR * size_sum
+              and scale_fit_on(config)):
+            # Above the class floor only the task's own truncated-TF32 allowance is left, and truncation
+            # shrinks every product alike: what remains after fitting one common scale must be within the floor.
+            residual = _scale_fit_residual(flat_e, flat_a)
+            if residual > TF32_MEAN_REL_ERROR * size_sum:
+                mismatched += 1
+                messages.append(f"{label}: mean relative error {residual / size_sum:.2e} beyond a common scale of "
+                                f"the output, above the {TF32_MEAN_REL_ERROR:.1e} a TF32 computation stays under "
+                                "(a lower precision than TF32)")
         mismatched += bad
         if bad_values:
             nonfinite += bad_values

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -36,6 +37,11 @@ class JudgeConfig:
         "help": "derived: a float32 output is compared within what an fp32 computation can err by on it, from the "
                 "reference also run in float64 (TF32's allowance where the task multiplies matrices; "
                 "kernelgym/judge/precision.py); flat: the dtype tolerances above only, atol scaled by max(1, mean|ref|)"})
+    tf32_scale_fit: bool | None = field(default=None, metadata={
+        "help": "derived precision, TF32 class: above the class's 1.1e-3 mean relative error allow only a common "
+                "scale of the output (truncated TF32 operands shrink every product alike), so an answer cannot "
+                "spend that allowance on a bfloat16 buffer (red-team round tf32). None: KERNELGYM_TF32_SCALE_FIT=1 "
+                "turns it on (default off until it has run on a GPU)"})
     timeout_s: float = field(default=300.0, metadata={"help": "wall-clock limit for the whole candidate process"})
     max_answer_bytes: int = field(default=1_000_000, metadata={"help": "answers larger than this are invalid"})
     max_log_bytes: int = field(default=1_000_000, metadata={"help": "stdout+stderr beyond this is an output flood"})
@@ -73,6 +79,8 @@ class JudgeConfig:
     seed: int | None = field(default=None, metadata={"help": "master seed; None draws a secret one per evaluation"})
 
     def __post_init__(self) -> None:
+        if self.tf32_scale_fit is None:  # resolved here, so the service's content key holds what was judged
+            self.tf32_scale_fit = os.environ.get("KERNELGYM_TF32_SCALE_FIT") == "1"
         if self.size not in ("auto", "full", "small"):
             raise ValueError(f"JudgeConfig.size must be auto, full or small, not {self.size!r}")
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):

@@ -329,3 +329,50 @@ def test_products_of_products_take_truncated_tf32_and_refuse_bfloat16():
 
     half = run(first_in_bf16)
     assert float((half - trial.expected).abs().sum() / trial.expected.abs().sum()) > derived_bound(trial.expected)[2]
+
+
+def test_the_scale_fit_refuses_a_bfloat16_intermediate_that_truncated_tf32_covers():
+    # Red-team round tf32: exact fp32 products with one of SwiGLU's two products stored in bfloat16 err less
+    # than truncated TF32 does, so the task's own mean bound takes them. Truncation shrinks every product alike:
+    # above the class floor only a common scale of the output is allowed when the scale fit is on.
+    import random
+    from dataclasses import replace
+
+    from kernelgym.judge.reference import Reference
+    from kernelgym.judge.trials import draw_trial
+    from kernelgym.tasks import load_builtin
+
+    fit = replace(CFG, tf32_scale_fit=True)
+    reference = Reference(load_builtin("swiglu")[0], "small", "cpu", init_seed=5)
+
+    class Products(TorchDispatchMode):
+        def __init__(self, operand, second_output):
+            super().__init__()
+            self.operand, self.second_output, self.seen = operand, second_output, 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func._schema.name.split("::")[-1]
+            if name in ("mm", "addmm", "linear", "matmul"):
+                args = [self.operand(a) if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
+                        for a in args]
+                out = func(*args, **(kwargs or {}))
+                self.seen += 1
+                return self.second_output(out) if self.seen == 2 else out
+            return func(*args, **(kwargs or {}))
+
+    def run(trial, operand, second_output):
+        with torch.no_grad(), Products(operand, second_output):
+            return reference.model(*trial.inputs)
+
+    same = lambda t: t  # noqa: E731
+    refused_with_fit = 0
+    for index in range(4):  # the task, signed, offset and tiny/huge draws
+        trial = draw_trial(reference, random.Random(10 + index), CFG, index, grad=False)
+        truncated_tf32 = run(trial, _tf32, same)
+        assert compare_outputs(trial.expected, truncated_tf32, fit).passed, trial.distribution
+        bf16_buffer = run(trial, same, lambda t: _round_mantissa(t, 7))
+        mean_error = float((bf16_buffer - trial.expected).abs().sum() / trial.expected.abs().sum())
+        if mean_error > 1.1e-3:  # the gap: within the task's own bound without the fit
+            assert compare_outputs(trial.expected, bf16_buffer, replace(CFG, tf32_scale_fit=False)).passed
+            refused_with_fit += not compare_outputs(trial.expected, bf16_buffer, fit).passed
+    assert refused_with_fit >= 2  # every trial must pass, so one refused draw refuses the answer
