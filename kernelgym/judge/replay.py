@@ -2,7 +2,9 @@
 
 A call of the replay: the inputs are the trial's (drawn here from the task's `get_inputs`), the
 state buffers are restored to the bytes the recording reported, every scratch buffer is new and
-filled with 0xFF bytes (NaN for floats, -1 for integers), then the entries run in order: the
+poisoned (`poison`: 0xFF bytes, NaN for floats and -1 for integers, or random bytes; the judge
+varies it across trials and timed calls, so that no answer can rely on one poison as an initial
+value), then the entries run in order: the
 answer's kernels, rebuilt from checked source (`kernel_source`), launched with the recorded grids,
 constants and options on views of these buffers; recorded torch operators run on the same views.
 The outputs are views of the buffers after the last entry. Whatever the answer computed outside
@@ -20,6 +22,23 @@ from kernelgym.judge.recorder import DATA_MOVEMENT, HOST_READS, UNREPLAYABLE
 from kernelgym.judge.trace import Trace
 
 POISON_BYTE = 0xFF
+# How a call's scratch is poisoned: ("byte", b) fills every byte with b; ("random", seed) with random
+# bytes from `seed`. A fixed poison is an initial value an answer can rely on: 0xFF is the identity of
+# Triton's float atomic_max (signed max for non-negative values, unsigned min for negative ones), so an
+# output left as `torch.empty` and merged into with atomic_max was exact under 0xFF and wrong anywhere
+# else (red-team v4h).
+DEFAULT_POISON = ("byte", POISON_BYTE)
+
+
+def checked_poison(poison: Any) -> tuple[str, int]:
+    """A poison spec from a request, checked (`DEFAULT_POISON` when None)."""
+    if poison is None:
+        return DEFAULT_POISON
+    if (isinstance(poison, (list, tuple)) and len(poison) == 2 and poison[0] in ("byte", "random")
+            and isinstance(poison[1], int) and not isinstance(poison[1], bool)
+            and (0 <= poison[1] <= 255 if poison[0] == "byte" else 0 <= poison[1] < (1 << 63))):
+        return poison[0], poison[1]
+    raise ValueError(f"bad poison {poison!r:.100}")
 # Operators never replayed, whatever the policy: they read files or the host, or rebind storage.
 _DENIED = {"from_file", "_local_scalar_dense", "save", "_nested_tensor_from_tensor_list"} | UNREPLAYABLE | HOST_READS
 _ENUMS = {"contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "strided"}
@@ -110,8 +129,11 @@ class Replayer:
         return op
 
     # -- one call -------------------------------------------------------------------------------
-    def prepare(self, inputs: list[Any]) -> None:
-        """Buffers for the next call: `inputs`' storages, restored state, poisoned scratch."""
+    def prepare(self, inputs: list[Any], poison: Any = None) -> None:
+        """Buffers for the next call: `inputs`' storages, restored state, scratch poisoned as `poison`
+        says (`checked_poison`; 0xFF bytes by default)."""
+        kind, value = checked_poison(poison)
+        gen = torch.Generator(device=self.device).manual_seed(value) if kind == "random" else None
         bufs: dict[int, torch.Tensor] = {}
         # Every input checked, and the scratch bound taken on what was measured here, before any allocation.
         for buf, b in enumerate(self.trace.buffers):
@@ -129,8 +151,10 @@ class Replayer:
                 continue
             elif b["kind"] == "state":
                 bufs[buf] = self.state[buf].clone()
+            elif gen is not None:
+                bufs[buf] = torch.randint(0, 256, (b["nbytes"],), dtype=torch.uint8, device=self.device, generator=gen)
             else:
-                bufs[buf] = torch.full((b["nbytes"],), POISON_BYTE, dtype=torch.uint8, device=self.device)
+                bufs[buf] = torch.full((b["nbytes"],), value, dtype=torch.uint8, device=self.device)
         self.bufs = bufs
 
     def run(self, skip_launches: bool = False) -> Any:

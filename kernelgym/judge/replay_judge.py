@@ -337,7 +337,7 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
             slot = "variant"
         reply = _shared_request(replayer, {"op": "replay_trial", "slot": slot, "seed": t.seed,
                                            "distribution": t.distribution, "probe_seed": t.probe_seed,
-                                           "ghost": ghost_passed[slot]}, result, clock)
+                                           "poison": trial_poison(t), "ghost": ghost_passed[slot]}, result, clock)
         _check_error(reply, result, f"trial {t.index}: ")
         if reply.get("inputs_digest") != t.inputs_digest:
             raise RuntimeError("the replay drew other inputs than the reference")  # our bug, not the answer's
@@ -373,6 +373,15 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
         _set(result, Status.CHEAT, f"rejected by threat rule RH-02: {result.cheats[-1].reason}")
         raise _Stop
     result.correct = True
+
+
+def trial_poison(t: Trial) -> list[Any]:
+    """How the replay poisons a trial's scratch: 0xFF bytes (NaN, -1, True: an unwritten output never
+    passes) on even trials, random bytes from the trial's seed on odd ones. An answer may not rely on
+    the poison (a fixed one made `torch.empty` + `tl.atomic_max` exact: 0xFF is its identity)."""
+    if t.index % 2 == 0:
+        return ["byte", 0xFF]
+    return ["random", (t.seed * 0x9E3779B97F4A7C15 + t.index) % (1 << 62)]
 
 
 def _ghost_passes(reply: dict[str, Any], expected: Any, sequence: Any, scaled: bool, config: JudgeConfig) -> bool:

@@ -9,6 +9,7 @@ code and the answer's kernels rebuilt from checked source.
 
 from __future__ import annotations
 
+import random
 import sys
 import time
 from typing import Any
@@ -131,7 +132,7 @@ class ReplayOps:
         import torch
 
         from kernelgym.judge.inputs import digest, swap_probe
-        from kernelgym.judge.replay import ReplayError
+        from kernelgym.judge.replay import ReplayError, checked_poison
 
         refused = self._replay_ready()
         if refused:
@@ -144,8 +145,13 @@ class ReplayOps:
         inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in generated]
         pristine = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
         try:
+            poison = checked_poison(msg.get("poison"))  # the trial's; its ghost run gets the same
+        except ValueError as e:
+            return {"error": str(e), "kind": "crashed", "fault": "protocol_violation"}
+        try:
             with torch.no_grad():
-                out = replayer(*inputs)
+                replayer.prepare(inputs, poison)
+                out = replayer.run()
             if self.device != "cpu":
                 torch.cuda.synchronize()
         except ReplayError as e:  # a kernel outside the contract, seen when it first compiled (its IR)
@@ -165,7 +171,7 @@ class ReplayOps:
         # to compare with the reference (unless bit-identical to the real ones: `kernels_idle`); outputs that
         # pass on every trial without the kernels were made by torch's entries alone (RH-02).
         try:
-            replayer.prepare(pristine)
+            replayer.prepare(pristine, poison)
             with torch.no_grad():
                 ghost = replayer.run(skip_launches=True)
             idle = _same_outputs(out, ghost)
@@ -219,10 +225,17 @@ class ReplayOps:
             self.hold_pool.key = int(msg.get("fingerprint_key", 0))
         self.spot_outputs = {}
         costs: dict[str, float] = {}
+        # Each timed call's scratch is poisoned with a byte of its own (untimed, like the rest of
+        # `prepare`): a kernel that takes the poison for an initial value is caught by the kept outputs.
+        draw = random.Random(seed ^ 0x9015_0B17)
+
+        def prepare(args: list) -> None:
+            replayer.prepare(args, ("byte", draw.randrange(256)))
+
         try:
             times, wall, self.timed_outputs = time_calls(
                 replayer.run, self.timing_sets, msg["warmup"], msg["reps"], msg["flush_bytes"],
-                msg.get("budget_s", 0.0), hold=self._hold, before_call=replayer.prepare,
+                msg.get("budget_s", 0.0), hold=self._hold, before_call=prepare,
                 spots=spots, kept=self.spot_outputs, costs=costs)
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="timing")

@@ -237,12 +237,23 @@ class Trace:
                 derived |= {b for b in written if self.buffers[b]["kind"] in ("scratch", "state")}
                 prepared -= written
         outputs = _buffers(self.outputs)
-        for i in sorted(found):
+        # One pass from the end, with what later entries touch (torch entries that are not preparation)
+        # and which buffers later launches are handed: linear in the trace (a union over every later
+        # entry for each preparation entry was quadratic: 9 s at 10,000 entries, ~40 s at the 20,000 a
+        # trace may hold, in the profile request while the judge holds the GPU exclusively; red-team v4h).
+        candidates = set(found)
+        later: set[int] = set()
+        handed_later: set[int] = set()
+        for i in range(len(self.entries) - 1, -1, -1):
             e = self.entries[i]
+            if "launch" in e:
+                handed_later |= _buffers(e["args"])
+                continue
+            if i not in candidates:
+                later |= touched[i]
+                continue
             packet = e["aten"].split(".")[1]
             made = _buffers(e["outs"]) | (_buffers(e["args"][:1]) if packet.endswith("_") else set())
-            later = set().union(*(touched[j] for j in range(i + 1, len(self.entries)) if j not in found))
-            handed_later = set().union(*(_buffers(x["args"]) for x in self.entries[i + 1:] if "launch" in x))
             if made & later or (made & outputs) - handed_later:
                 found.discard(i)
         return found

@@ -25,8 +25,8 @@ class _Replayer:
     def __init__(self, skip_from: int | None = None) -> None:
         self.calls, self.skip_from, self.args = 0, skip_from, None
 
-    def prepare(self, args):
-        self.args = args
+    def prepare(self, args, poison=None):
+        self.args, self.poison = args, poison
 
     def run(self):
         self.calls += 1
