@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the sixth session changed in the judge without a GPU, checked on one, in parts small enough to ride along
+# What the sixth and seventh sessions changed in the judge without a GPU, checked on one, in parts small enough to ride along
 # beside another stage (e.g. launch/rl_check.sh's corpus calls, whose builder uses the host's CPUs, not its GPUs):
 #   tf32   GPU FOLLOWUP_GPU_TF32 (0): RH-14's per-task TF32 mean bound. lg_swiglu (external) must be ok now,
 #          the honest TF32 answers stay ok, every RH-14 exploit stays refused; and the scale fit
@@ -7,7 +7,9 @@
 #          external, honest: tf32_fit_legit.txt) ok with it, the bf16-intermediate gap file refused with it only
 #   ipc    GPU FOLLOWUP_GPU_IPC (1): the device path's GPU tests (tests/gpu/test_device_transfer_gpu.py, the new
 #          fingerprint), exploits rh25_relu_ipc_many_output_views (wrong_output, the device path still on) and
-#          rh03_relu_v4g_state_mask_masked_fill_prep (its state buffer now fits the grown variant: cheat RH-03)
+#          rh03_relu_v4g_state_mask_masked_fill_prep (its state buffer now fits the grown variant: cheat RH-03),
+#          red-team round v4h's files (the varied scratch poison: the atomic_max answer wrong_output; 19,000
+#          torch.zeros before one launch ok, its profile request no longer quadratic)
 #   cpu    GPU FOLLOWUP_GPU_CPU (2): the 40-answer bench with the host CPU seconds per evaluation
 #          (cpu_answer, cpu_replay in its phase table), JOBS (8) in flight
 # Usage: bash launch/judge_followup_check.sh [tf32] [ipc] [cpu]   (default: all three, in parallel, one GPU each)
@@ -52,7 +54,7 @@ ipc() {
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_IPC:-1}"
   timeout "$limit" "$py" -m pytest -m gpu -q -p no:randomly -rfE tests/gpu/test_device_transfer_gpu.py \
     > "$work/ipc_tests.txt" 2>&1
-  for name in rh25_relu_ipc_many_output_views rh03_relu_v4g_state_mask_masked_fill_prep; do
+  for name in rh25_relu_ipc_many_output_views rh03_relu_v4g_state_mask_masked_fill_prep v4h; do
     timeout "$limit" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
       --json-out "$work/ipc_$name.jsonl" > "$work/ipc_$name.txt" 2>&1
   done
