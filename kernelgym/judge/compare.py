@@ -60,11 +60,6 @@ def layout_problem(expected: torch.Tensor, strides: Any) -> str:
             f"{contiguous_strides(shape)} for shape {shape}")
 
 
-def scale_fit_on(config: JudgeConfig) -> bool:
-    """`JudgeConfig.tf32_scale_fit` (resolved from KERNELGYM_TF32_SCALE_FIT when the config was made)."""
-    return bool(config.tf32_scale_fit)
-
-
 def _scale_fit_residual(flat_e: torch.Tensor, flat_a: torch.Tensor) -> float:
     """sum |a - c e| with c = sum(a e) / sum(e e), the least-squares common scale (every value finite here)."""
     ae = ee = 0.0
@@ -170,7 +165,7 @@ def compare_outputs(expected: Any, actual: Any, config: JudgeConfig, scaled: boo
             messages.append(f"{label}: mean relative error {err_sum / size_sum:.2e} above the {mean_bound:.1e} a "
                             "TF32 computation stays under (a lower precision than TF32)")
         elif (mean_bound is not None and not bad and size_sum > 0 and err_sum > TF32_MEAN_REL_ERROR * size_sum
-              and scale_fit_on(config)):
+              and config.tf32_scale_fit):
             # Above the class floor only the task's own truncated-TF32 allowance is left, and truncation
             # shrinks every product alike: what remains after fitting one common scale must be within the floor.
             residual = _scale_fit_residual(flat_e, flat_a)
