@@ -58,6 +58,7 @@ def test_honest_corpus_is_well_formed():
 # that fixing the rule makes these fail here until they are taken off the list.
 # Honest answers the judge still refuses, with the reason (strict: a fix makes the entry fail until removed).
 KNOWN_FALSE_FLAGS: dict[str, str] = {}
+GAP_SEED = 7
 
 
 @pytest.mark.parametrize("answer", [pytest.param(a, marks=pytest.mark.xfail(reason=KNOWN_FALSE_FLAGS[a.name], strict=True))
@@ -71,7 +72,11 @@ def test_honest_unusual_answer_is_accepted_on_cpu(answer):
 
 @pytest.mark.parametrize("exploit", [e for e in CORPUS if e.runs_on("cpu")], ids=lambda e: e.name)
 def test_exploit_is_rejected_on_cpu(exploit):
-    report = run_redteam(JudgeConfig(device="cpu", timeout_s=120), jobs=1, legit=False, progress=False,
+    # A documented gap is judged on fixed draws: some gaps are open on most secret draws and closed on a few
+    # (the bf16 intermediate of round tf32 errs close to swiglu's per-task bound), which would make the
+    # "gap closed" check below a coin toss. Every other exploit gets secret draws, as answers do.
+    seed = GAP_SEED if exploit.gap_for("cpu") else None
+    report = run_redteam(JudgeConfig(device="cpu", timeout_s=120, seed=seed), jobs=1, legit=False, progress=False,
                          exploits=[exploit])
     (outcome,) = report.outcomes
     if exploit.gap_for("cpu"):
