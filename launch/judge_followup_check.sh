@@ -13,11 +13,14 @@
 #   cpu    GPU FOLLOWUP_GPU_CPU (2): the 40-answer bench with the host CPU seconds per evaluation
 #          (cpu_answer, cpu_replay in its phase table), JOBS (8) in flight
 # Usage: bash launch/judge_followup_check.sh [tf32] [ipc] [cpu]   (default: all three, in parallel, one GPU each)
-# Each part is cut at FOLLOWUP_LIMIT_S (240). Results: $OUT/followup.txt (each part's tail), $OUT/followup.tgz.
+# Each step is cut at FOLLOWUP_LIMIT_S (240) and every part at FOLLOWUP_DEADLINE_S (480) from the start, so that the
+# whole check fits a call beside other stages. Results: $OUT/followup.txt (each part's tail), $OUT/followup.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.." && export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 out="${OUT:-followup_out}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
-work="$(mktemp -d)"; limit="${FOLLOWUP_LIMIT_S:-240}"
+work="$(mktemp -d)"; limit="${FOLLOWUP_LIMIT_S:-240}"; deadline="${FOLLOWUP_DEADLINE_S:-480}"
+lim() {  # seconds a step may take: its own cap ($1, else FOLLOWUP_LIMIT_S), never past the deadline (subshells keep SECONDS)
+  local l=$((deadline - SECONDS)) cap="${1:-$limit}"; ((l > cap)) && l=$cap; ((l < 5)) && l=5; echo "$l"; }
 parts=" ${*:-tf32 ipc cpu} "
 py="${PYTHON:-python3}"; dev="${FOLLOWUP_DEVICE:-cuda}"  # cpu: a smoke test of this script
 
@@ -27,7 +30,7 @@ tf32() {
            tests/redteam/honest/linear_bias_gelu_libdevice_erf_epilogue.py tests/redteam/honest/attention_tensor_descriptor_tma.py; do
     task=$(sed -n 's/^# task: *//p' "$f" | head -1)
     echo "== $f ($task)"
-    timeout 120 "$py" -m kernelgym.cli judge "$task" "$f" --device "$dev" --no-compile-baseline 2>&1 | tail -n 4
+    timeout "$(lim 120)" "$py" -m kernelgym.cli judge "$task" "$f" --device "$dev" --no-compile-baseline 2>&1 | tail -n 4
   done > "$work/tf32_legit.txt"
   # The scale fit (KERNELGYM_TF32_SCALE_FIT=1, red-team round tf32): every honest answer that calls tl.dot must
   # stay ok with it (the built-in answers of the TF32-class tasks, the external and honest corpora's), the bf16
@@ -35,7 +38,7 @@ tf32() {
   { grep -l "tl.dot" data/answers/*.py | while read -r f; do echo "$(basename "$f" .py) $f"; done
     grep -l "tl.dot" tests/redteam/external/*.py tests/redteam/honest/*.py |
       while read -r f; do echo "$(sed -n 's/^# task: *//p' "$f" | head -1) $f"; done; } > "$work/tf32_fit_list.txt"
-  KERNELGYM_TF32_SCALE_FIT=1 timeout "$limit" xargs -P "${TF32_JOBS:-5}" -L 1 sh -c \
+  KERNELGYM_TF32_SCALE_FIT=1 timeout "$(lim)" xargs -P "${TF32_JOBS:-5}" -L 1 sh -c \
     '"$0" -m kernelgym.cli judge "$1" "$2" --device "$3" --no-compile-baseline --timeout 150 --json 2>/dev/null |
        "$0" -c "import json, sys; r = json.load(sys.stdin); print(sys.argv[1], r[\"status\"], r.get(\"speedup_eager\"), r[\"message\"][:160])" "$2" ||
      echo "$2 failed to judge"' "$py" \
@@ -44,24 +47,24 @@ tf32() {
   gap=tests/redteam/exploits/rh14_swiglu_bf16_intermediate_under_tf32_bound.py
   for fit in 0 1; do
     echo "== KERNELGYM_TF32_SCALE_FIT=$fit $gap"
-    KERNELGYM_TF32_SCALE_FIT=$fit timeout 120 "$py" -m kernelgym.cli judge swiglu "$gap" --device "$dev" --no-compile-baseline 2>&1 | tail -n 4
+    KERNELGYM_TF32_SCALE_FIT=$fit timeout "$(lim 120)" "$py" -m kernelgym.cli judge swiglu "$gap" --device "$dev" --no-compile-baseline 2>&1 | tail -n 4
   done > "$work/tf32_fit_gap.txt"
-  KERNELGYM_TF32_SCALE_FIT=1 timeout "$limit" "$py" -m kernelgym.cli redteam --device "$dev" --only RH-14 --no-legit --jobs 3 \
+  KERNELGYM_TF32_SCALE_FIT=1 timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only RH-14 --no-legit --jobs 3 \
     --no-compile-baseline --json-out "$work/tf32_rh14.jsonl" > "$work/tf32_rh14.txt" 2>&1
   wait "$legit"
 }
 ipc() {
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_IPC:-1}"
-  timeout "$limit" "$py" -m pytest -m gpu -q -p no:randomly -rfE tests/gpu/test_device_transfer_gpu.py \
+  timeout "$(lim)" "$py" -m pytest -m gpu -q -p no:randomly -rfE tests/gpu/test_device_transfer_gpu.py \
     > "$work/ipc_tests.txt" 2>&1
   for name in rh25_relu_ipc_many_output_views rh03_relu_v4g_state_mask_masked_fill_prep v4h; do
-    timeout "$limit" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
+    timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
       --json-out "$work/ipc_$name.jsonl" > "$work/ipc_$name.txt" 2>&1
   done
 }
 cpu() {
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_CPU:-2}"
-  timeout "$limit" "$py" -m kernelgym.cli bench service --device "$dev" --no-baseline --repeats 0 --no-compile-baseline \
+  timeout "$(lim)" "$py" -m kernelgym.cli bench service --device "$dev" --no-baseline --repeats 0 --no-compile-baseline \
     --timeout 30 --jobs "${JOBS:-8}" --json-out "$work/cpu_bench.json" > "$work/cpu_bench.txt" 2>&1
 }
 

@@ -157,14 +157,27 @@ start_service() {  # the local backend on JUDGE_GPUS, in a session of its own so
   service_up && return 0
   local devices="${JUDGE_DEVICES:-}"
   [[ -n $devices ]] || { devices=$(for g in $judge_gpus; do printf 'cuda:%s,' "$g"; done); devices=${devices%,}; }
-  setsid env HOST=127.0.0.1 PORT="$port" DB="$work/judge.db" JOBS="${JUDGE_JOBS:-11}" DEVICES="$devices" \
-    KERNELGYM_CACHE_DIR="$work/cache" bash launch/serve_node.sh >>"$logs/serve.log" 2>&1 < /dev/null &
+  local tree; tree=$(frozen_tree) || { note "could not copy the tree for the service"; return 1; }
+  setsid env -C "$tree" HOST=127.0.0.1 PORT="$port" DB="$work/judge.db" JOBS="${JUDGE_JOBS:-11}" DEVICES="$devices" \
+    KERNELGYM_CACHE_DIR="$work/cache" PYTHONPATH="${PYTHONPATH//"$PWD"/"$tree"}" bash launch/serve_node.sh \
+    >>"$logs/serve.log" 2>&1 < /dev/null &
   echo $! > "$work/serve.pid"  # the leader of the service's process group (setsid)
   local i; for ((i = 0; i < 120; i++)); do service_up && { note "judging service up on $devices"; return 0; }; sleep 1; done
   note "the judging service did not come up in 120 s: $(tail -3 "$logs/serve.log")"; return 1
 }
 stop_service() { [[ -f $work/serve.pid ]] && kill -- -"$(cat "$work/serve.pid")" 2>/dev/null; rm -f "$work/serve.pid"; }
 hard_limit() { echo $(( ${CALL_SECONDS:-570} - (SECONDS - t0) - 25 )); }  # seconds left for a training command
+train_seconds() {  # --max_seconds for a training command: what was asked, capped so that the trainer's own stop (and
+  # its checkpoint) comes before the hard limit kills it; its clock starts after the model loads (STARTUP_SECONDS).
+  # (The eighth session lost a whole SFT call: 90 s waiting for the corpus builder left 435 s, SFT_SECONDS asked 390.)
+  local want=$1 cap=$(( $(hard_limit) - ${STARTUP_SECONDS:-170} ))
+  ((cap < want)) && { want=$cap; note "training: ${1} s asked, ${cap} s left after start-up: the trainer stops there" >&2; }
+  ((want < 30)) && want=30; echo "$want"; }
+frozen_tree() {  # a copy of the code for processes that outlive this call (the service, the corpus builder): the
+  # next call replaces the working tree while they run, and a lazy import in between fails (the eighth session's
+  # builder died on `cannot import name 'interpreter_semantics'`). Prints the copy's path.
+  local dir="$work/tree_$(date +%s)"; mkdir -p "$dir"
+  cp -a kernelgym train rewards data launch configs pyproject.toml "$dir/" && echo "$dir"; }
 newest_checkpoint() { ls -d "$1"/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
 
 if want corpus; then
@@ -181,9 +194,9 @@ if want corpus; then
   if ((cpu_jobs > 0)) && [[ ! -f $work/corpus_cpu.pid ]]; then
     # Once per machine, on the host's last CORPUS_CPU_JOBS cores: an interpreter builder that runs on across the
     # calls that carry the GGUF (detached, like the service) for CORPUS_CPU_SECONDS; the sft stage waits for it.
-    n=$(nproc)
-    CUDA_VISIBLE_DEVICES= setsid taskset -c "$((n - cpu_jobs))-$((n - 1))" "$PYTHON" -m kernelgym.cli data coldstart \
-      --n 6000 --out runs/coldstart_cpu --device cpu --seed "$(( ${SEED:-0} + 10 ))" --jobs "$cpu_jobs" \
+    n=$(nproc); tree=$(frozen_tree) || exit 1
+    CUDA_VISIBLE_DEVICES= PYTHONPATH="${PYTHONPATH//"$PWD"/"$tree"}" setsid taskset -c "$((n - cpu_jobs))-$((n - 1))" \
+      env -C "$tree" "$PYTHON" -m kernelgym.cli data coldstart --n 6000 --out "$PWD/runs/coldstart_cpu" --device cpu --seed "$(( ${SEED:-0} + 10 ))" --jobs "$cpu_jobs" \
       --heldout-tasks "$([[ -z ${gpus// /} ]] && echo "${HELDOUT_TASKS:-200}" || echo 0)" \
       --max-seconds "${CORPUS_CPU_SECONDS:-400}" --chunk "$((2 * cpu_jobs))" ${CORPUS_FLAGS:-} --no-progress \
       > "$logs/corpus_cpu.log" 2>&1 < /dev/null &
@@ -248,7 +261,12 @@ if want sft; then
   if [[ -f $work/corpus_cpu.pid ]]; then  # the interpreter builder: its own time limit ends it
     pid=$(cat "$work/corpus_cpu.pid"); i=0
     while kill -0 "$pid" 2>/dev/null && ((i < 90)); do sleep 1; i=$((i + 1)); done
-    kill -0 "$pid" 2>/dev/null && { kill -- -"$pid" 2>/dev/null; note "corpus: interpreter builder still running after 90 s: stopped, left out"; }
+    if kill -0 "$pid" 2>/dev/null; then  # SIGINT: the builder writes train.jsonl from what it judged, then exits
+      kill -INT -- -"$pid" 2>/dev/null; i=0
+      while kill -0 "$pid" 2>/dev/null && ((i < 60)); do sleep 1; i=$((i + 1)); done
+      if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null; note "corpus: interpreter builder stopped (no answer to SIGINT in 60 s): left out"
+      else note "corpus: interpreter builder stopped with SIGINT after 90 s: $(wc -l < runs/coldstart_cpu/train.jsonl 2>/dev/null || echo no) rows kept"; fi
+    fi
     rm -f "$work/corpus_cpu.pid"
   fi
   if [[ ! -f runs/coldstart/train.jsonl ]]; then  # merged once; a resumed SFT trains on the same rows
@@ -260,7 +278,7 @@ if want sft; then
   if [[ ! -f $sft_dir/adapter_model.safetensors ]]; then  # done once: a finished SFT is only exported again
     CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
       train/sft.py --config "$sft_config" --model_name_or_path "$base_model" --data runs/coldstart/train.jsonl --output_dir "$sft_dir" \
-      --max_seconds "${SFT_SECONDS:-330}" --resume_from_checkpoint auto --save_total_limit 1 ${SFT_ARGS:-} > "$logs/sft.log" 2>&1
+      --max_seconds "$(train_seconds "${SFT_SECONDS:-330}")" --resume_from_checkpoint auto --save_total_limit 1 ${SFT_ARGS:-} > "$logs/sft.log" 2>&1
     code=$?
   fi
   note "sft: exit $code after $((SECONDS - start)) s ($(grep -c "'loss'" "$logs/sft.log" 2>/dev/null) loss lines)"
@@ -288,7 +306,7 @@ if want rl; then
   start=$SECONDS
   CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
     train/grpo.py --config "$rl_config" --model_name_or_path "$base_model" --judge_url "$judge_url" --output_dir "$rl_dir" --base_adapter "$sft_dir" \
-    --max_seconds "${RL_SECONDS:-330}" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
+    --max_seconds "$(train_seconds "${RL_SECONDS:-330}")" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
   code=$?
   note "rl: exit $code after $((SECONDS - start)) s; $(grep -m1 -o 'resuming from .*' "$logs/rl.log" || echo 'a new run')"
   case $code in

@@ -94,10 +94,13 @@ class RedteamReport:
 def _matches(expected: tuple[Expectation, ...], result: EvalResult) -> bool:
     """Under judge v4 (replay) an exploit is caught by any rejection: its verdict rests on the replay,
     and the `expect` headers name what the in-process engine said. Under the in-process engine the
-    verdict must be one the header expects."""
+    verdict must be one the header expects. A file whose header expects `ok` documents an answer the
+    judge must accept (e.g. a cost the judge must bear without refusing): `ok` is then its pass."""
+    if result.status is Status.OK:
+        return any(e.status is Status.OK for e in expected)
     if result.engine == "replay":
-        return result.status not in (Status.OK, Status.SYSTEM_ERROR)
-    return result.status is not Status.OK and any(e.matches(result) for e in expected)
+        return result.status is not Status.SYSTEM_ERROR and not all(e.status is Status.OK for e in expected)
+    return any(e.matches(result) for e in expected)
 
 
 def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None = None, legit: bool = True,
