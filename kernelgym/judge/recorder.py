@@ -32,11 +32,14 @@ from kernelgym.judge.trace import LAUNCH_OPTIONS, Trace
 _STATE: dict[str, Any] = {"recorder": None, "in_launch": 0}
 
 # Operators that allocate, fill or move memory: replayed as they are. Anything else is compute.
+# `masked_fill_` is not among them: it selects by a tensor's values, which is compute (ANSWER_CONTRACT.md lists
+# `fill_` and `zero_`). As data movement it let torch write a kernel-steered output in three exploits that no
+# share or ghost rule could prove (red-team rounds v4d, v4e, v4g; the v4g one was `ok` on an H100).
 DATA_MOVEMENT = {
     "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
     "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "copy_", "clone",
     "_to_copy", "lift_fresh", "lift_fresh_copy", "arange", "detach", "alias", "contiguous", "_copy_from",
-    "_copy_from_and_resize", "scalar_tensor", "masked_fill_",
+    "_copy_from_and_resize", "scalar_tensor",
 }
 HOST_READS = {"_local_scalar_dense", "item", "equal", "is_nonzero", "allclose"}
 UNREPLAYABLE = {"set_", "resize_", "resize_as_", "as_strided_", "record_stream", "_assert_async"}
