@@ -116,6 +116,9 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
         _note_transfer(replayer, result, clock)
     result.cpu_seconds = {name: round(p.cpu_seconds, 3) for name, p in (("answer", answer), ("replay", replayer))
                           if p is not None and p.cpu_seconds is not None}
+    # Of which start-up, for processes a warm pool started ahead (where the host CPU goes: issue 26's throughput)
+    result.cpu_seconds |= {f"{name}_startup": round(p.cpu_at_assign, 3) for name, p in (("answer", answer), ("replay", replayer))
+                           if p is not None and p.cpu_seconds is not None and p.cpu_at_assign is not None}
     # Counted when each process closed. The replay process never runs the answer's Python: anything it
     # left behind was started by the answer's kernels too.
     leftovers = sum(p.leftovers for p in (answer, replayer) if p is not None)

@@ -82,6 +82,9 @@ class CandidateProcess:
         env[MARKER_VAR] = self.marker
         self.leftovers = 0
         self.cpu_seconds: float | None = None  # user + system CPU of the process and its reaped children, at close
+        # ... and when a warm pool handed it to an evaluation: its start-up (imports, CUDA context, warm-up),
+        # paid once per evaluation since processes are never reused (None: started for this evaluation)
+        self.cpu_at_assign: float | None = None
         argv = [sys.executable, "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w),
                 str(cpu_memory_bytes), str(area_fd)] + ([device] if announce_ready else [])
         try:
@@ -165,6 +168,7 @@ class CandidateProcess:
         self._tail.clear()
         self.max_log_bytes, self.max_message_bytes, self.deadline = max_log_bytes, max_message_bytes, deadline
         self._idle_since = None
+        self.cpu_at_assign = process_cpu_seconds(self.proc.pid)
 
     def __enter__(self) -> "CandidateProcess":
         return self

@@ -21,6 +21,13 @@ def test_service_and_baseline_judge_the_same_batch(tmp_path):
     assert service.warmup_s is not None and baseline.warmup_s is None
     (pool,) = service.pools
     assert pool["fork_server"] is not None and pool["handed_out"] >= 1
+    # host CPU per evaluation, read from /proc by the parent (the eighth session's GPU bench lost it on the way)
+    judged = [d["cpu_seconds"] for d in service.details if d["status"] == "ok"]
+    assert judged and all(c.get("answer", 0) > 0 and c.get("replay", 0) > 0 for c in judged), judged
+    # of which start-up, for processes the warm pool started ahead: part of the total, never more
+    warm = [c for c in judged if "answer_startup" in c]
+    assert all(0 < c["answer_startup"] <= c["answer"] for c in warm), warm
+    assert "cpu_answer" in service.phase_medians()["correct"]
 
 
 def test_busy_share_is_the_union_of_holds(tmp_path):
