@@ -1,27 +1,28 @@
 #!/usr/bin/env bash
-# What the sixth and seventh sessions changed in the judge without a GPU, checked on one, in parts small enough to ride along
-# beside another stage (e.g. launch/rl_check.sh's corpus calls, whose builder uses the host's CPUs, not its GPUs):
-#   tf32   GPU FOLLOWUP_GPU_TF32 (0): RH-14's per-task TF32 mean bound. lg_swiglu (external) must be ok now,
-#          the honest TF32 answers stay ok, every RH-14 exploit stays refused; and the scale fit
-#          (KERNELGYM_TF32_SCALE_FIT=1, off by default until this runs): every answer with tl.dot (built-in,
-#          external, honest: tf32_fit_legit.txt) ok with it, the bf16-intermediate gap file refused with it only
-#   ipc    GPU FOLLOWUP_GPU_IPC (1): the device path's GPU tests (tests/gpu/test_device_transfer_gpu.py, the new
-#          fingerprint), exploits rh25_relu_ipc_many_output_views (wrong_output, the device path still on) and
-#          rh03_relu_v4g_state_mask_masked_fill_prep (its state buffer now fits the grown variant: cheat RH-03),
-#          red-team round v4h's files (the varied scratch poison: the atomic_max answer wrong_output; 19,000
-#          torch.zeros before one launch ok, its profile request no longer quadratic)
-#   cpu    GPU FOLLOWUP_GPU_CPU (2): the 40-answer bench with the host CPU seconds per evaluation
-#          (cpu_answer, cpu_replay in its phase table), JOBS (8) in flight
-# Usage: bash launch/judge_followup_check.sh [tf32] [ipc] [cpu]   (default: all three, in parallel, one GPU each)
-# Each step is cut at FOLLOWUP_LIMIT_S (240) and every part at FOLLOWUP_DEADLINE_S (480) from the start, so that the
-# whole check fits a call beside other stages. Results: $OUT/followup.txt (each part's tail), $OUT/followup.tgz.
+# What sessions changed in the judge without a GPU, checked on one, in parts small enough to ride along beside
+# another stage (e.g. launch/rl_check.sh's carry calls, which leave every GPU idle):
+#   fit    GPUs FOLLOWUP_FIT_GPUS ("0 3"): the TF32 scale fit (KERNELGYM_TF32_SCALE_FIT=1, off by default until
+#          this passes): every answer with tl.dot (built-in, external, honest) ok with it, the list split over the
+#          GPUs, TF32_JOBS (4) per GPU; the bf16-intermediate gap file refused with it only (fit_gap.txt). The eighth
+#          session's tf32 part judged 16 of the 37 before its deadline (all ok) and refused the gap file with the fit
+#   contract GPU FOLLOWUP_GPU_CONTRACT (1): the eighth session's judge changes: masked_fill_ is torch compute (the
+#          v4d, v4e, v4g exploits: cheat RH-01 at record time), the ok-expecting v4h file scored as passed, the
+#          whole RH-01/02/03 selection of the red-team corpus on the GPU
+#   cpu    GPU FOLLOWUP_GPU_CPU (2): the 40-answer bench with the host CPU seconds per evaluation and their start-up
+#          part (cpu_answer, cpu_replay, cpu_answer_startup, cpu_replay_startup in its phase table), JOBS (8) in flight
+#   tf32   GPU FOLLOWUP_GPU_TF32 (0): RH-14's per-task TF32 mean bound and the fit on everything (the seventh session's
+#          part: ran in the eighth, see docs/BENCHMARKS.md)
+#   ipc    GPU FOLLOWUP_GPU_IPC (1): the device path's GPU tests, rh25, rh03 v4g, round v4h's files (ran in the eighth)
+# Usage: bash launch/judge_followup_check.sh [fit] [contract] [cpu] [tf32] [ipc]   (default: fit contract cpu, in
+# parallel). Each step is cut at FOLLOWUP_LIMIT_S (240) and every part at FOLLOWUP_DEADLINE_S (480) from the start,
+# so that the whole check fits a call beside other stages. Results: $OUT/followup.txt (each part's tail), $OUT/followup.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.." && export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 out="${OUT:-followup_out}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
 work="$(mktemp -d)"; limit="${FOLLOWUP_LIMIT_S:-240}"; deadline="${FOLLOWUP_DEADLINE_S:-480}"
 lim() {  # seconds a step may take: its own cap ($1, else FOLLOWUP_LIMIT_S), never past the deadline (subshells keep SECONDS)
   local l=$((deadline - SECONDS)) cap="${1:-$limit}"; ((l > cap)) && l=$cap; ((l < 5)) && l=5; echo "$l"; }
-parts=" ${*:-tf32 ipc cpu} "
+parts=" ${*:-fit contract cpu} "
 py="${PYTHON:-python3}"; dev="${FOLLOWUP_DEVICE:-cuda}"  # cpu: a smoke test of this script
 
 tf32() {
@@ -68,8 +69,49 @@ cpu() {
     --timeout 30 --jobs "${JOBS:-8}" --json-out "$work/cpu_bench.json" > "$work/cpu_bench.txt" 2>&1
 }
 
+tdot_list() {  # "task file" for every answer that calls tl.dot: built-in, external, honest
+  grep -l "tl.dot" data/answers/*.py | while read -r f; do echo "$(basename "$f" .py) $f"; done
+  grep -l "tl.dot" tests/redteam/external/*.py tests/redteam/honest/*.py |
+    while read -r f; do echo "$(sed -n 's/^# task: *//p' "$f" | head -1) $f"; done
+}
+judge_list() {  # stdin: "task file" lines; stdout: "file status speedup message", TF32_JOBS at a time
+  timeout "$(lim)" xargs -P "${TF32_JOBS:-4}" -L 1 sh -c \
+    '"$0" -m kernelgym.cli judge "$1" "$2" --device "$3" --no-compile-baseline --timeout 150 --json 2>/dev/null |
+       "$0" -c "import json, sys; r = json.load(sys.stdin); print(sys.argv[1], r[\"status\"], r.get(\"speedup_eager\"), r[\"message\"][:160])" "$2" ||
+     echo "$2 failed to judge"' "$py" < <(awk -v d="$dev" '{print $1, $2, d}')
+}
+fit() {
+  local gpus=(${FOLLOWUP_FIT_GPUS:-0 3}) n i pids=()
+  n=${#gpus[@]}; tdot_list > "$work/fit_list.txt"
+  for ((i = 0; i < n; i++)); do
+    awk -v n="$n" -v i="$i" 'NR % n == i' "$work/fit_list.txt" |
+      CUDA_VISIBLE_DEVICES="${gpus[$i]}" KERNELGYM_TF32_SCALE_FIT=1 judge_list > "$work/fit_legit_$i.txt" 2>&1 &
+    pids+=($!)
+  done
+  gap=tests/redteam/exploits/rh14_swiglu_bf16_intermediate_under_tf32_bound.py
+  for fit in 0 1; do
+    echo "== KERNELGYM_TF32_SCALE_FIT=$fit $gap"
+    CUDA_VISIBLE_DEVICES="${gpus[0]}" KERNELGYM_TF32_SCALE_FIT=$fit timeout "$(lim 120)" "$py" -m kernelgym.cli judge swiglu "$gap" \
+      --device "$dev" --no-compile-baseline 2>&1 | tail -n 4
+  done > "$work/fit_gap.txt"
+  for p in "${pids[@]}"; do wait "$p"; done
+  cat "$work"/fit_legit_*.txt > "$work/fit_legit.txt"
+  echo "$(grep -c ' ok ' "$work/fit_legit.txt") of $(wc -l < "$work/fit_list.txt") tl.dot answers ok with the fit" >> "$work/fit_legit.txt"
+}
+contract() {
+  export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_CONTRACT:-1}"
+  timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only masked_fill --no-legit --no-compile-baseline \
+    --json-out "$work/contract_masked_fill.jsonl" > "$work/contract_masked_fill.txt" 2>&1
+  for name in ghost_sabotaged v4h; do
+    timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
+      --json-out "$work/contract_$name.jsonl" > "$work/contract_$name.txt" 2>&1
+  done
+  timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only RH-03 --no-legit --jobs 4 --no-compile-baseline \
+    --json-out "$work/contract_rh03.jsonl" > "$work/contract_rh03.txt" 2>&1
+}
+
 pids=()
-for p in tf32 ipc cpu; do
+for p in fit contract cpu tf32 ipc; do
   [[ $parts == *" $p "* ]] || continue
   "$p" & pids+=($!)
 done
