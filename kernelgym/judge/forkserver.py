@@ -257,12 +257,14 @@ def _preload() -> None:
 
     import numpy  # noqa: F401
     import torch
+    import torch._dynamo  # noqa: F401  (the recorder's first call imports it: ~1 s of CPU in every child here)
     import torch.profiler  # noqa: F401
     import triton  # noqa: F401
     import triton.language  # noqa: F401
 
     from kernelgym.judge import (  # noqa: F401
-        child, errors, inputs, interpreter, launch_hook, profiling, protocol, timing, triton_warmup,
+        child, errors, inputs, interpreter, kernel_source, launch_hook, profiling, protocol, recorder, replay,
+        replay_session, timing, trace, triton_warmup,
     )
     from kernelgym.tasks import task  # noqa: F401
 
