@@ -9,7 +9,9 @@
 #          v4d, v4e, v4g exploits: cheat RH-01 at record time), the ok-expecting v4h file scored as passed, the
 #          whole RH-01/02/03 selection of the red-team corpus on the GPU
 #   cpu    GPU FOLLOWUP_GPU_CPU (2): the 40-answer bench with the host CPU seconds per evaluation and their start-up
-#          part (cpu_answer, cpu_replay, cpu_answer_startup, cpu_replay_startup in its phase table), JOBS (8) in flight
+#          part (cpu_answer, cpu_replay, cpu_answer_startup, cpu_replay_startup in its phase table), JOBS (8) in
+#          flight, twice: KERNELGYM_TRITON_SEED=0 then 1 (the pool's first warm process's Triton cache copied into
+#          later ones: no gcc for cuda_utils and the warm-up launcher, no warm-up kernel compile per process)
 #   tf32   GPU FOLLOWUP_GPU_TF32 (0): RH-14's per-task TF32 mean bound and the fit on everything (the seventh session's
 #          part: ran in the eighth, see docs/BENCHMARKS.md)
 #   ipc    GPU FOLLOWUP_GPU_IPC (1): the device path's GPU tests, rh25, rh03 v4g, round v4h's files (ran in the eighth)
@@ -63,10 +65,14 @@ ipc() {
       --json-out "$work/ipc_$name.jsonl" > "$work/ipc_$name.txt" 2>&1
   done
 }
-cpu() {
+cpu() {  # the same bench without and with the pool's Triton seed (kernelgym/worker/triton_seed.py, opt-in)
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_CPU:-2}"
-  timeout "$(lim)" "$py" -m kernelgym.cli bench service --device "$dev" --no-baseline --repeats 0 --no-compile-baseline \
-    --timeout 30 --jobs "${JOBS:-8}" --json-out "$work/cpu_bench.json" > "$work/cpu_bench.txt" 2>&1
+  local seed
+  for seed in 0 1; do
+    KERNELGYM_TRITON_SEED=$seed timeout "$(lim 200)" "$py" -m kernelgym.cli bench service --device "$dev" --no-baseline \
+      --repeats 0 --no-compile-baseline --timeout 30 --jobs "${JOBS:-8}" --json-out "$work/cpu_bench_seed$seed.json" \
+      > "$work/cpu_bench_seed$seed.txt" 2>&1
+  done
 }
 
 tdot_list() {  # "task file" for every answer that calls tl.dot: built-in, external, honest

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -134,11 +135,15 @@ class CandidateProcess:
 
     @classmethod
     def prespawn(cls, device: str, startup_timeout_s: float, parent: Path | None = None,
-                 forkserver: "ForkServer | None" = None) -> "CandidateProcess":
+                 forkserver: "ForkServer | None" = None,
+                 prepare: "Callable[[Path], object] | None" = None) -> "CandidateProcess":
         """A process for a warm pool, in a scratch dir of its own under `parent` (removed on close),
-        forked from `forkserver` when given. Call `wait_ready`, then `assign` it to exactly one evaluation."""
+        forked from `forkserver` when given; `prepare(scratch)` runs before it starts (the pool's Triton seed).
+        Call `wait_ready`, then `assign` it to exactly one evaluation."""
         scratch = Path(tempfile.mkdtemp(prefix="kernelgym-warm-", dir=parent))
         try:
+            if prepare is not None:
+                prepare(scratch)
             proc = cls(scratch, device, time.monotonic() + startup_timeout_s, _STARTUP_LOG_BYTES,
                        _STARTUP_MESSAGE_BYTES, announce_ready=True, forkserver=forkserver)
         except BaseException:

@@ -30,6 +30,7 @@ from typing import Any
 
 from kernelgym.judge.forkserver import ForkServer, ForkServerFailed
 from kernelgym.judge.sandbox import CandidateProcess, ChildFailed, has_source, register_source, unregister_source
+from kernelgym.worker.triton_seed import TritonSeed, seeding_enabled
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ class WarmPool:
         self._failures_in_a_row = 0
         self._counts = {"handed_out": 0, "misses": 0, "spawned": 0, "spawn_failures": 0, "died_idle": 0}
         self._startup_seconds: collections.deque[float] = collections.deque(maxlen=20)
+        # the first warm process's Triton cache, copied into later ones (KERNELGYM_TRITON_SEED=1, GPUs)
+        self._seed = TritonSeed(self.scratch_root) if seeding_enabled(device) else None
 
     def __enter__(self) -> "WarmPool":
         self.start()
@@ -129,7 +132,8 @@ class WarmPool:
         with self._cond:
             startup = self._startup_seconds
             return {"device": self.device, "size": self.size, "ready": len(self._ready), "starting": self._starting,
-                    "fork_server": self._forkserver.pid if self._forkserver is not None else None, **self._counts, "mean_startup_s": round(sum(startup) / len(startup), 3) if startup else None}
+                    "fork_server": self._forkserver.pid if self._forkserver is not None else None,
+                    "triton_seed": self._seed is not None and self._seed.ready, **self._counts, "mean_startup_s": round(sum(startup) / len(startup), 3) if startup else None}
 
     def _expected_startup_s(self) -> float:
         """How long a start-up takes here (recent mean); before any has finished, a generous guess."""
@@ -177,7 +181,8 @@ class WarmPool:
                         return
             try:
                 proc = CandidateProcess.prespawn(self.device, self.startup_timeout_s, self.scratch_root,
-                                                 forkserver=self._fork_server())
+                                                 forkserver=self._fork_server(),
+                                                 prepare=self._seed.plant if self._seed is not None else None)
             except OSError as e:
                 log.warning("warm %s process could not be spawned: %s", self.device, e)
                 with self._cond:
@@ -227,6 +232,9 @@ class WarmPool:
             if not self._closed:
                 log.warning("warm %s process %d failed to start: %s", self.device, proc.proc.pid, e.message)
             ok = False
+        if ok and self._seed is not None and not self._seed.ready:
+            # Ready and never handed out: only trusted start-up code has written its cache.
+            self._seed.harvest(proc.scratch)
         with self._cond:
             self._starting -= 1
             self._starting_procs.pop(proc, None)

@@ -171,3 +171,22 @@ def test_batch_pool_serves_a_cpu_batch_from_forked_processes(monkeypatch):
         assert none is None
     with batch_pool("cpu", 2, enabled=False) as none:
         assert none is None
+
+
+def test_a_pool_with_a_triton_seed_plants_it_before_each_process_starts(tmp_path, monkeypatch):
+    # The wiring of kernelgym.worker.triton_seed (opt-in, GPUs only; here forced on for the CPU, whose
+    # start-up writes no Triton artifacts, so the seed is made by hand before the pool starts filling).
+    import kernelgym.worker.warm_pool as warm_pool
+
+    monkeypatch.setattr(warm_pool, "seeding_enabled", lambda device: True)
+    pool = WarmPool("cpu", 1, scratch_root=tmp_path / "pool", fork_server=False)
+    fake = tmp_path / "trusted-start-up"
+    (fake / "triton" / "k").mkdir(parents=True)
+    (fake / "triton" / "k" / "a.so").write_bytes(b"so")
+    assert pool._seed is not None and pool._seed.harvest(fake)
+    with pool:
+        proc = pool.take(time.monotonic() + 60, 1 << 20, 1 << 20)
+        assert proc is not None
+        assert (proc.scratch / "triton" / "k" / "a.so").read_bytes() == b"so"
+        assert pool.stats()["triton_seed"] is True
+        proc.close()
