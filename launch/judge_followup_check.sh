@@ -124,5 +124,5 @@ done
 for pid in "${pids[@]}"; do wait "$pid"; done
 { nvidia-smi --query-gpu=index,name --format=csv,noheader 2>/dev/null
   for f in "$work"/*.txt; do echo "===== $(basename "$f")"; tail -n 40 "$f"; done; } > "$out/followup.txt"
-tar czf "$out/followup.tgz" -C "$work" .
+tar czf "$out/followup.tgz.part" -C "$work" . && mv "$out/followup.tgz.part" "$out/followup.tgz"  # last: the sign that the check is done
 cat "$out/followup.txt" | tail -n 120
