@@ -150,8 +150,11 @@ class ReplayOps:
             return {"error": str(e), "kind": "crashed", "fault": "protocol_violation"}
         try:
             with torch.no_grad():
-                replayer.prepare(inputs, poison)
+                # Trials run as consecutive calls of one model: each starts from the state the previous
+                # trial's call left (the first from the recorded bytes), as in real use (red-team v4i).
+                replayer.prepare(inputs, poison, carry_state=True)
                 out = replayer.run()
+                replayer.keep_state()
             if self.device != "cpu":
                 torch.cuda.synchronize()
         except ReplayError as e:  # a kernel outside the contract, seen when it first compiled (its IR)
