@@ -317,12 +317,19 @@ def _mutates(op: Any) -> bool:
     return any(a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments)
 
 
-def profile_entries(replayer: Replayer, inputs: list[Any], reps: int) -> list[dict[str, Any]]:
+def profile_entries(replayer: Replayer, inputs: list[Any], reps: int, poison_seed: int | None = None) -> list[dict[str, Any]]:
     """Device time of each entry of the trace over `reps` replays, from CUDA events between entries
     (no kernel names are trusted: an entry is the answer's when it is a launch of its kernel).
     Rows: {name, device_us, calls, own, prep}, largest first; `prep`: torch entries that only prepare
-    inputs (`Trace.preparation_entries`), a row of their own."""
+    inputs (`Trace.preparation_entries`), a row of their own. Each rep's scratch gets a poison byte of its
+    own drawn from `poison_seed`, as timed calls do: under the fixed 0xFF the profile was the one replay a
+    kernel could recognise (scratch all 0xFF), and spin there to lift its share at no cost to the timed
+    runtime (red-team v4i)."""
+    import random
+
     from kernelgym.judge.timing import _LAUNCH_SLACK_CYCLES, _gpu_sleep
+
+    draw = random.Random(poison_seed)
 
     entries = replayer.trace.entries
     totals = [0.0] * len(entries)
@@ -330,7 +337,7 @@ def profile_entries(replayer: Replayer, inputs: list[Any], reps: int) -> list[di
         replayer(*inputs)  # warm: compiled kernels, allocator
         torch.cuda.synchronize()
         for _ in range(reps):
-            replayer.prepare(inputs)
+            replayer.prepare(inputs, ("byte", draw.randrange(256)))
             events = [torch.cuda.Event(enable_timing=True) for _ in range(len(entries) + 1)]
             torch.cuda.synchronize()
             _gpu_sleep(_LAUNCH_SLACK_CYCLES * 4)  # enqueue every entry before the first one runs

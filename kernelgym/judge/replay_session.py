@@ -269,7 +269,9 @@ class ReplayOps:
             return refused
         replayer, _ = self.replayers["main"]
         try:
-            rows = profile_entries(replayer, self.timing_sets[0], int(msg["reps"]))
+            seed = msg.get("poison_seed")
+            rows = profile_entries(replayer, self.timing_sets[0], int(msg["reps"]),
+                                   int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None)
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="profile")
         return {"rows": rows}
