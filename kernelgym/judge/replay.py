@@ -317,7 +317,8 @@ def _mutates(op: Any) -> bool:
     return any(a.alias_info is not None and a.alias_info.is_write for a in op._schema.arguments)
 
 
-def profile_entries(replayer: Replayer, inputs: list[Any], reps: int, poison_seed: int | None = None) -> list[dict[str, Any]]:
+def profile_entries(replayer: Replayer, inputs: list[Any], reps: int,
+                    poison_seed: int | None = None) -> list[dict[str, Any]]:
     """Device time of each entry of the trace over `reps` replays, from CUDA events between entries
     (no kernel names are trusted: an entry is the answer's when it is a launch of its kernel).
     Rows: {name, device_us, calls, own, prep}, largest first; `prep`: torch entries that only prepare
