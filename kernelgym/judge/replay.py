@@ -156,7 +156,10 @@ class Replayer:
             if b["kind"] == "input":
                 continue
             elif b["kind"] == "state":
-                carried = self.left_state.get(buf) if carry_state and self.left_state is not None else None
+                # A tensor forward builds from host data (`torch.tensor([0.0])`) is rebuilt by every real call:
+                # restored, never carried.
+                carried = (self.left_state.get(buf) if carry_state and self.left_state is not None
+                           and not b.get("host") else None)
                 bufs[buf] = (carried if carried is not None else self.state[buf]).clone()
             elif gen is not None:
                 bufs[buf] = torch.randint(0, 256, (b["nbytes"],), dtype=torch.uint8, device=self.device, generator=gen)

@@ -98,3 +98,39 @@ def test_a_workspace_the_kernels_reset_is_right_on_consecutive_calls(tmp_path):
         replay.prepare([x], carry_state=True)
         assert torch.equal(replay.run(), x)
         replay.keep_state()
+
+
+HOST_ACCUMULATOR = SOURCE.replace("class ModelNew", "class Unused") + """
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        n = x.numel()
+        acc = torch.tensor([0.0] * 64)  # zeros from host data, rebuilt by every call (state with its bytes as built)
+        accumulate_kernel[(1,)](x, acc, n, BLOCK=64)
+        out = torch.empty_like(x)
+        copy_kernel[(1,)](acc, out, n, BLOCK=64)
+        return out
+"""
+
+
+def test_a_tensor_built_from_host_data_each_call_is_restored_not_carried(tmp_path):
+    path = tmp_path / "kg_host_acc.py"
+    path.write_text(HOST_ACCUMULATOR)
+    spec = importlib.util.spec_from_file_location("kg_host_acc", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["kg_host_acc"] = module
+    spec.loader.exec_module(module)
+    model = module.ModelNew()
+    x = torch.randn(64)
+    rec = recorder.Recorder([x], recorder.state_storages(model, vars(module)))
+    with torch.no_grad(), rec:
+        out = model(x)
+    trace = Trace.from_wire(rec.finish(out).to_wire())
+    assert [b.get("host", False) for b in trace.buffers if b["kind"] == "state"] == [True]
+    specs = {d["name"]: KernelSpec.from_wire(d) for d in rec.kernel_specs()}
+    replay = Replayer(trace, specs, dict(rec.state_bytes), "cpu", allow_torch_compute=False)
+    for _ in range(3):  # as the real model: every call starts from fresh zeros
+        x = torch.randn(64)
+        replay.prepare([x], carry_state=True)
+        assert torch.equal(replay.run(), x)
+        replay.keep_state()
