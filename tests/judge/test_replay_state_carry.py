@@ -134,3 +134,38 @@ def test_a_tensor_built_from_host_data_each_call_is_restored_not_carried(tmp_pat
         replay.prepare([x], carry_state=True)
         assert torch.equal(replay.run(), x)
         replay.keep_state()
+
+
+def test_a_call_that_reuses_a_host_tensor_the_previous_call_built_is_a_different_call(tmp_path):
+    source = SOURCE.replace("class ModelNew", "class Unused") + """
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.acc = None
+
+    def forward(self, x):
+        if self.acc is None:  # built from host data once, then kept (and left dirty) on the model
+            self.acc = torch.tensor([0.0] * 64)
+        accumulate_kernel[(1,)](x, self.acc, x.numel(), BLOCK=64)
+        out = torch.empty_like(x)
+        copy_kernel[(1,)](self.acc, out, x.numel(), BLOCK=64)
+        return out
+"""
+    path = tmp_path / "kg_host_kept.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("kg_host_kept", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["kg_host_kept"] = module
+    spec.loader.exec_module(module)
+    model = module.ModelNew()
+    traces = []
+    for _ in range(2):
+        x = torch.randn(64)
+        rec = recorder.Recorder([x], recorder.state_storages(model, vars(module)))
+        with torch.no_grad(), rec:
+            out = model(x)
+        traces.append(rec.finish(out))
+    assert [b.get("host", False) for b in traces[0].buffers if b["kind"] == "state"] == [True]
+    assert [b.get("host", False) for b in traces[1].buffers if b["kind"] == "state"] == [False]
+    assert recorder.first_difference(*traces)
