@@ -108,7 +108,7 @@ contract() {
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_CONTRACT:-1}"
   timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only masked_fill --no-legit --no-compile-baseline \
     --json-out "$work/contract_masked_fill.jsonl" > "$work/contract_masked_fill.txt" 2>&1
-  for name in ghost_sabotaged v4h; do
+  for name in ghost_sabotaged v4h v4i; do  # v4i: the state carried across trials, the profile poison
     timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
       --json-out "$work/contract_$name.jsonl" > "$work/contract_$name.txt" 2>&1
   done

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 REF_ERROR_FACTOR = 8.0
@@ -96,11 +97,44 @@ class _TruncatedTF32(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def _math_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
+                    scale: Any = None, enable_gqa: bool = False) -> Any:
+    """`F.scaled_dot_product_attention` (no dropout) as its two matrix products around a softmax, so that
+    `_TruncatedTF32` truncates P and V too, as a flash-attention kernel's second `tl.dot` reads them."""
+    import math
+
+    if enable_gqa and k.size(-3) != q.size(-3):
+        k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
+        v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
+    s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale is not None else 1.0 / math.sqrt(q.size(-1)))
+    if is_causal:
+        keep = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else s + attn_mask
+    return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
+class _AttentionAsProducts(TorchFunctionMode):
+    """Runs `F.scaled_dot_product_attention` as `_math_attention` (red-team v4i: on the CPU float64 attention
+    is one fused operator, so the emulation truncated Q, K and V but never P; an honest flash attention whose
+    `tl.dot(p, v)` reads P in TF32, as on Hopper, erred 1.29x the emulation on attention's own draw at the
+    small size, above the 1.25x bound)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        kwargs = kwargs or {}
+        if func is torch.nn.functional.scaled_dot_product_attention and not (
+                kwargs.get("dropout_p") or (len(args) > 4 and args[4])):
+            return _math_attention(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
 def tf32_errors(model64: torch.nn.Module, wide: list[Any], outs64: list[Any]) -> list[float | None]:
     """Per output: sum |y_tf32 - y64| / sum |y64|, y_tf32 the float64 forward with TF32-truncated matrix
-    product operands (None where it cannot be measured)."""
+    product operands (None where it cannot be measured). Attention runs as its two products
+    (`_AttentionAsProducts`): P is an operand too."""
     try:
-        with torch.no_grad(), _TruncatedTF32():
+        with torch.no_grad(), _AttentionAsProducts(), _TruncatedTF32():
             got = model64(*wide)
     except Exception:
         return [None] * len(outs64)

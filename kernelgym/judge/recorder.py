@@ -205,6 +205,8 @@ class Recorder(TorchDispatchMode):
             else:
                 kind, index = "scratch", 0
             self.buffers.append({"kind": kind, "index": index, "nbytes": st.nbytes()})
+            if kind == "state" and key in self._host:  # rebuilt by every call: never carried across calls
+                self.buffers[-1]["host"] = True
             self._by_ptr[key] = buf
             self._storages.append(st)
         return {"buf": buf, "offset": t.storage_offset(), "size": list(t.shape), "stride": list(t.stride()),
@@ -383,8 +385,9 @@ def _shape(v: Any, trace: Trace) -> Any:
         if set(v) == {"t"}:
             r = v["t"]
             b = trace.buffers[r["buf"]]
-            return (b["kind"], b["index"] if b["kind"] != "scratch" else b["nbytes"], r["offset"], tuple(r["size"]),
-                    tuple(r["stride"]), r["dtype"])
+            # Host-ness too: a call that builds a tensor from host data and one that reuses the kept one differ.
+            return (b["kind"], b.get("host", False), b["index"] if b["kind"] != "scratch" else b["nbytes"],
+                    r["offset"], tuple(r["size"]), tuple(r["stride"]), r["dtype"])
         return {k: _shape(x, trace) for k, x in v.items()}
     return v
 

@@ -424,7 +424,8 @@ def _time_and_profile(replayer: CandidateProcess, trials_drawn: int, reference: 
             prof: dict[str, Any] = {}
             if config.profile and "error" not in reply:
                 with clock("profile"):
-                    prof = replayer.request({"op": "replay_profile", "reps": PROFILE_REPS})
+                    prof = replayer.request({"op": "replay_profile", "reps": PROFILE_REPS,
+                                             "poison_seed": spot_seed ^ 0x5EED_F11E})
         _check_error(reply, result, "during timing: ")
         _add_host_costs(clock, "measure", reply.get("host_s"), MEASURE_PARTS)
         with clock("timed_outputs"), clock.locked(result.device, exclusive=False) as hold:

@@ -150,8 +150,11 @@ class ReplayOps:
             return {"error": str(e), "kind": "crashed", "fault": "protocol_violation"}
         try:
             with torch.no_grad():
-                replayer.prepare(inputs, poison)
+                # Trials run as consecutive calls of one model: each starts from the state the previous
+                # trial's call left (the first from the recorded bytes), as in real use (red-team v4i).
+                replayer.prepare(inputs, poison, carry_state=True)
                 out = replayer.run()
+                replayer.keep_state()
             if self.device != "cpu":
                 torch.cuda.synchronize()
         except ReplayError as e:  # a kernel outside the contract, seen when it first compiled (its IR)
@@ -266,7 +269,9 @@ class ReplayOps:
             return refused
         replayer, _ = self.replayers["main"]
         try:
-            rows = profile_entries(replayer, self.timing_sets[0], int(msg["reps"]))
+            seed = msg.get("poison_seed")
+            rows = profile_entries(replayer, self.timing_sets[0], int(msg["reps"]),
+                                   int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None)
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="profile")
         return {"rows": rows}

@@ -44,7 +44,7 @@ class TraceError(ValueError):
 class Trace:
     """One recorded call. `entries` and `outputs` hold `TensorRef` dicts where tensors were."""
 
-    buffers: list[dict[str, Any]]  # {"kind": input|state|scratch, "index": int, "nbytes": int}
+    buffers: list[dict[str, Any]]  # {"kind": input|state|scratch, "index": int, "nbytes": int[, "host": True]}
     entries: list[dict[str, Any]]  # {"launch": name, "grid": [g0,g1,g2], "args": [...], "options": {...}}
     #                                or {"aten": "aten.op.overload", "args": [...], "kwargs": {...}, "outs": [...]}
     outputs: Any  # a TensorRef, or a list of TensorRefs / None / numbers; `is_sequence` says which
@@ -76,7 +76,7 @@ class Trace:
             raise TraceError(f"entries must be a list of at most {MAX_ENTRIES}")
         for i, b in enumerate(self.buffers):
             if not (isinstance(b, dict) and b.get("kind") in BUFFER_KINDS and _int(b.get("index"), 0)
-                    and _int(b.get("nbytes"), 0)):
+                    and _int(b.get("nbytes"), 0) and isinstance(b.get("host", False), bool)):
                 raise TraceError(f"buffer {i} is malformed")
         for i, e in enumerate(self.entries):
             if not isinstance(e, dict):
