@@ -114,6 +114,10 @@ contract() {
   done
   timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only RH-03 --no-legit --jobs 4 --no-compile-baseline \
     --json-out "$work/contract_rh03.jsonl" > "$work/contract_rh03.txt" 2>&1
+  # every honest answer (built-in, honest-but-unusual, external) under the state carried across trials, as far
+  # as the deadline goes (rows are written as they come)
+  timeout "$(lim 600)" "$py" -m kernelgym.cli redteam --device "$dev" --no-exploits --external --jobs 6 \
+    --no-compile-baseline --json-out "$work/contract_legit.jsonl" > "$work/contract_legit.txt" 2>&1
 }
 
 pids=()
