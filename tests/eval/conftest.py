@@ -64,6 +64,9 @@ class ScriptedModel:
     def __init__(self) -> None:
         self.requests: list[tuple[str, int, int]] = []
         self.lock = threading.Lock()
+        # True: each answer's code carries a comment of its own, so no two are the same answer (the service's
+        # cache judges an answer once), and every one is judged for real
+        self.distinct = False
 
     def answer(self, body: dict) -> list[str]:
         messages = body["messages"]
@@ -71,9 +74,11 @@ class ScriptedModel:
         previous = [m["content"] for m in messages if m["role"] == "assistant"]
         with self.lock:
             self.requests.append((task, len(previous) + 1, body["n"]))
-        if not previous:
-            return FIRST[task][:body["n"]]
-        return [NEXT[(task, previous[-1])]] * body["n"]
+            k = len(self.requests)
+        texts = FIRST[task][:body["n"]] if not previous else [NEXT[(task, previous[-1])]] * body["n"]
+        if self.distinct:
+            texts = [t.replace("\n```\n", f"\n# request {k}.{i}\n```\n", 1) for i, t in enumerate(texts)]
+        return texts
 
 
 @pytest.fixture

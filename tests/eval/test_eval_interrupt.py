@@ -1,7 +1,9 @@
 """Ctrl-C stops `kernelgym eval` cleanly: the verdicts written before it stay, nothing is judged to the end.
 
-The scripted endpoint (conftest.py) serves the built-in relu answer; eight samples judged one at a
-time keep the embedded service busy for minutes on CPU. The command runs in a session of its own and
+The scripted endpoint (conftest.py) serves the built-in relu answer, each with a comment of its own so that
+the service's cache cannot answer one from another: 32 samples judged for real one at a time keep the
+embedded service busy far longer than the SIGINT takes to follow the first verdict. (Eight identical ones
+were all done before it once evaluations got fast: one judged, the rest from the cache.) The command runs in a session of its own and
 its group gets SIGINT, as from a terminal; the test waits for the first verdict (an event), then for
 the exit under a ceiling far above a clean stop.
 """
@@ -16,11 +18,12 @@ import time
 import pytest
 
 pytestmark = pytest.mark.timeout(900)
-SAMPLES = 8
+SAMPLES = 32
 
 
 def test_ctrl_c_stops_an_eval_and_keeps_its_verdicts(scripted_endpoint, tmp_path):
-    api_base, _ = scripted_endpoint
+    api_base, model = scripted_endpoint
+    model.distinct = True
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "kernelgym.cli", "eval", "--model", "scripted", "--api-base",
                              api_base, "--tasks", "relu", "--samples", str(SAMPLES), "--judge-devices", "cpu",
@@ -45,4 +48,6 @@ def test_ctrl_c_stops_an_eval_and_keeps_its_verdicts(scripted_endpoint, tmp_path
     assert "interrupted" in stderr and "Traceback" not in stderr
     verdicts = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     assert 1 <= len(verdicts) < SAMPLES  # what was judged is kept; the rest was not judged to the end
-    assert all(v["result"]["status"] == "ok" for v in verdicts)  # no verdict made up from a killed child
+    # no verdict made up from a killed child: each is the real one for its answer (the scripted relu samples
+    # alternate between the built-in answer, ok, and torch.relu, cheat RH-01)
+    assert {v["result"]["status"] for v in verdicts} <= {"ok", "cheat"}, verdicts
