@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Issue 27: LoRA SFT then LoRA RL as ONE run that outlives the calls of a warm GPU machine. Cut into 10-minute
+# calls, every call paid the start-up again (~150 s: the GGUF, the merge, the service) and stopped at a step
+# boundary, so a session gave one RL step or two; detached, the start-up is paid once and training goes on
+# between calls. Calls only start it and follow it.
+#   bash launch/rl_detached.sh start     after launch/rl_check.sh calls stashed the GGUF, the training wheels and
+#                                        .carry/in (STAGE=carry): rl_check.sh's STAGE=sft, then STAGE=rl, in a
+#                                        session of their own (setsid) from a frozen copy of the code (runs/ is
+#                                        shared with the checkout, so STAGE=eval in a later call sees it); a run
+#                                        already alive is left alone
+#   bash launch/rl_detached.sh follow    waits FOLLOW_SECONDS (or until the run ends), then sends back status.txt,
+#                                        logs.tgz (every log, the trainer states, the curve's CSV), rl_curve.png,
+#                                        followup.tgz when FOLLOWUP_TGZ names a file; FOLLOW_PARTS=1 adds rl_state/
+#                                        (the newest complete checkpoint as parts: adapter and optimizer state)
+#   bash launch/rl_detached.sh start follow   both, in one call
+# env: DETACHED_SFT_SECONDS=900 DETACHED_RL_SECONDS=1500 (each stage's training time; a stage that has finished
+#      is not run again), SFT_ARGS RL_ARGS and the rest of rl_check.sh's, FOLLOW_SECONDS=540 (timeout_s 600)
+# Rehearsed on a CPU with the tiny model: the rl_check.sh rehearsal's variables, JUDGE_DEVICES=cpu.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-rl_detached_out}"; mkdir -p "$out"
+work=/tmp/kg_rl; logs="$work/logs"; mkdir -p "$logs"  # rl_check.sh's own: the service and stash live there too
+pidfile="$work/detached.pid"; rcfile="$work/detached.rc"
+PYTHON="${PYTHON:-python3}"
+rl_dir=runs/grpo_qwen_lora
+alive() { [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+say() { echo "$*" | tee -a "$logs/rl_detached.txt"; }
+
+start() {
+  if alive; then say "start: the detached run (pid $(cat "$pidfile")) is alive: left alone"; return 0; fi
+  local tree; tree="$work/detached_tree_$(date +%s)"; mkdir -p "$tree" runs
+  cp -a kernelgym train rewards data launch configs pyproject.toml "$tree/" || { say "start: could not copy the tree"; return 1; }
+  ln -s "$PWD/runs" "$tree/runs"
+  local sft_s="${DETACHED_SFT_SECONDS:-900}" rl_s="${DETACHED_RL_SECONDS:-1500}"
+  rm -f "$rcfile"
+  # CALL_SECONDS: rl_check.sh's hard limit, here each stage's training time + its start-up (170 s) + 25 s
+  setsid env -C "$tree" OUT="$work/detached_out" bash -c "
+    CALL_SECONDS=$((sft_s + 200)) SFT_SECONDS=$sft_s STAGE=sft bash launch/rl_check.sh; sft=\$?
+    echo \"sft stage: exit \$sft\"; rl=skipped
+    if [[ -f runs/sft_qwen_lora/adapter_model.safetensors ]]; then  # SFT done (now or earlier): RL from it
+      CALL_SECONDS=$((rl_s + 200)) RL_SECONDS=$rl_s STAGE=rl bash launch/rl_check.sh; rl=\$?
+    fi
+    echo \"rl stage: exit \$rl\"; echo \"sft \$sft rl \$rl\" > '$rcfile'" > "$logs/detached.log" 2>&1 < /dev/null &
+  echo $! > "$pidfile"
+  say "start: detached run pid $! from $tree: sft up to ${sft_s} s, then rl up to ${rl_s} s of training"
+}
+
+newest_complete() {  # the newest checkpoint whose trainer state is written (a save in progress has none yet)
+  local c; for c in $(ls -d "$rl_dir"/checkpoint-* 2>/dev/null | sort -t- -k2 -n -r); do
+    [[ -f $c/trainer_state.json && -f $c/adapter_model.safetensors ]] && { echo "$c"; return 0; }
+  done; return 1; }
+
+follow() {
+  local end=$((SECONDS + ${FOLLOW_SECONDS:-540}))
+  while alive && ((SECONDS < end)); do sleep 5; done
+  local snap="$work/follow_snapshot" c
+  rm -rf "$snap"; mkdir -p "$snap"
+  if c=$(newest_complete); then
+    # a copy first: the trainer may delete this checkpoint (save_total_limit) while it is read
+    cp -a "$c" "$snap/" 2>/dev/null && [[ -f $snap/$(basename "$c")/trainer_state.json ]] || {
+      sleep 3; rm -rf "${snap:?}"/*; c=$(newest_complete) && cp -a "$c" "$snap/"; }
+  fi
+  c=$(ls -d "$snap"/checkpoint-* 2>/dev/null | head -1)
+  if [[ -n $c ]]; then
+    cp "$c/trainer_state.json" "$logs/rl.trainer_state.json"
+    "$PYTHON" -m train.plot_curve "$c/trainer_state.json" --out "$logs/rl_curve.png" \
+      --title "LoRA TRLOO from LoRA SFT (Qwen2.5-Coder-0.5B)" >> "$logs/rl_detached.txt" 2>&1 && cp "$logs/rl_curve.png" "$out/"
+    if [[ ${FOLLOW_PARTS:-0} == 1 ]]; then
+      "$PYTHON" -m train.adapter_parts split "$c" --out "$out/rl_state" >> "$logs/rl_detached.txt" 2>&1 \
+        || say "follow: $(basename "$c") not split: $(tail -1 "$logs/rl_detached.txt")"
+    fi
+  fi
+  for f in runs/sft_qwen_lora*/trainer_state.json runs/sft_qwen_lora*/checkpoint-*/trainer_state.json; do
+    [[ -f $f ]] && cp "$f" "$logs/sft.trainer_state.json"
+  done
+  [[ -n ${FOLLOWUP_TGZ:-} && -f $FOLLOWUP_TGZ ]] && cp "$FOLLOWUP_TGZ" "$out/"
+  {
+    echo "date: $(date -u +%FT%TZ)"
+    if alive; then echo "detached run: alive (pid $(cat "$pidfile"))"
+    elif [[ -f $rcfile ]]; then echo "detached run: ended ($(cat "$rcfile"))"
+    else echo "detached run: not running (start it)"; fi
+    echo "rl: newest complete checkpoint $([[ -n $c ]] && basename "$c" || echo none)"
+    grep -E '^(sft|rl|judging|corpus)' "$logs/rl_check.txt" 2>/dev/null | tail -6
+    echo "--- detached.log (tail)"; tail -5 "$logs/detached.log" 2>/dev/null
+    echo "--- rl.log (tail)"; tail -3 "$logs/rl.log" 2>/dev/null | cut -c1-400
+  } > "$out/status.txt"
+  tar czf "$out/logs.tgz" -C "$work" logs 2>/dev/null
+  cat "$out/status.txt"
+}
+
+(($#)) || { echo "usage: bash launch/rl_detached.sh start|follow [follow]"; exit 2; }
+rc=0
+for verb in "$@"; do
+  case $verb in
+    start) start || rc=1 ;;
+    follow) follow || rc=1 ;;
+    *) echo "unknown verb $verb (start, follow)"; exit 2 ;;
+  esac
+done
+exit $rc
