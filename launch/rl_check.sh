@@ -34,6 +34,8 @@
 #      the call with timeout_s 600). SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 JUDGE_GPUS="1 2 3" JUDGE_JOBS=11 PORT=8000
 #      LIMIT=200 SAMPLES=4 KB_LIMIT=100 KB_SAMPLES=1 MAX_NEW=4096 MODELS="base sft rl"
 #      EVAL_SETS="heldout heldout_family kernelbench" (eval: cut at the hard limit, resumed by the next call)
+#      EVAL_GPUS="0 1 2 3" (one model per GPU, round robin) KEEP_SERVICE=1 (eval beside a running RL: the service
+#      stays up) KB_EVAL_FLAGS (e.g. --no-audit where an earlier audit found no degenerate task)
 #      KBAUDIT_GPUS="1 2 3" KBAUDIT_SECONDS=300 KBAUDIT_TASK_TIMEOUT=180 KBAUDIT_DEVICE=cuda PYTHON=python3
 #      A rehearsal without a GPU (docs/TRAINING.md): BASE_MODEL=kernelgym:tiny CORPUS_DEVICE=cpu JUDGE_DEVICES=cpu
 #      ACCELERATE_CONFIG=configs/accelerate/cpu.yaml and the tiny overrides in SFT_ARGS / RL_ARGS.
@@ -325,10 +327,11 @@ fi
 
 if want eval; then
   need_model eval || exit 3
-  stop_service  # its GPUs judge the evaluations now
+  # its GPUs judge the evaluations now; KEEP_SERVICE=1 leaves it to a detached RL run beside (launch/rl_detached.sh)
+  [[ ${KEEP_SERVICE:-0} == 1 ]] || stop_service
   kb_audit_wait  # a kbaudit of this call first: its rows are the KernelBench evals' screen
   rl_adapter=$rl_dir; [[ -f $rl_dir/adapter_model.safetensors ]] || rl_adapter=$(newest_checkpoint "$rl_dir")
-  gpus=(0 1 2 3); i=0; pids=()
+  gpus=(${EVAL_GPUS:-0 1 2 3}); i=0; pids=()
   for name in ${MODELS:-base sft rl}; do
     case $name in
       base) model=$base_model; [[ -n ${QWEN_GGUF:-} ]] && model="gguf:$QWEN_GGUF" ;;
@@ -345,14 +348,14 @@ if want eval; then
           heldout|heldout_family) spec="gen:runs/coldstart/tasks:$set"; flags=(--limit "${LIMIT:-200}" --no-audit --samples "${SAMPLES:-4}") ;;
           kernelbench)  # the real level-1 tasks at full size; the audit's degenerate tasks are left out and listed
             [[ -d runs/kernelbench/level1 ]] || { echo "eval: no KernelBench here (prepare with KB=DIR)"; continue; }
-            spec="kernelbench:runs/kernelbench:level1"; flags=(--size auto --limit "${KB_LIMIT:-100}" --samples "${KB_SAMPLES:-1}")  # auto: full on a GPU
+            spec="kernelbench:runs/kernelbench:level1"; flags=(--size auto --limit "${KB_LIMIT:-100}" --samples "${KB_SAMPLES:-1}" ${KB_EVAL_FLAGS:-})  # auto: full on a GPU
             mkdir -p "runs/eval_lora_${name}_$set"  # rows the kbaudit stage made: only the rest is audited here
             [[ -f runs/eval_lora_${name}_$set/audit.jsonl ]] || kb_audit_rows > "runs/eval_lora_${name}_$set/audit.jsonl" ;;
           *) echo "EVAL_SETS: heldout, heldout_family or kernelbench, not $set"; exit 2 ;;
         esac
         # resumable: a run cut at the call's hard limit goes on from its generations and verdicts next call
         lim=$(hard_limit); ((lim > 30)) || { echo "eval $name $set: exit 124 (no time left in this call)"; exit 3; }
-        CUDA_VISIBLE_DEVICES=${gpus[i % 4]} timeout -k 10 "$lim" "$PYTHON" -m kernelgym.cli eval --model "$model" \
+        CUDA_VISIBLE_DEVICES=${gpus[i % ${#gpus[@]}]} timeout -k 10 "$lim" "$PYTHON" -m kernelgym.cli eval --model "$model" \
           --tasks "$spec" "${flags[@]}" --max-new-tokens "${MAX_NEW:-4096}" --gen-batch 128 --reps 10 --no-compile-baseline \
           --no-progress --out "runs/eval_lora_${name}_$set"
         code=$?; echo "eval $name $set: exit $code"

@@ -14,7 +14,11 @@
 #                                        (the newest complete checkpoint as parts: adapter and optimizer state)
 #   bash launch/rl_detached.sh start follow   both, in one call
 # env: DETACHED_SFT_SECONDS=900 DETACHED_RL_SECONDS=1500 (each stage's training time; a stage that has finished
-#      is not run again), SFT_ARGS RL_ARGS and the rest of rl_check.sh's, FOLLOW_SECONDS=540 (timeout_s 600)
+#      is not run again), SFT_ARGS RL_ARGS and the rest of rl_check.sh's, FOLLOW_SECONDS=540 (timeout_s 600);
+#      DETACHED_EVAL_GPU=3: once SFT is done, rl_check.sh's eval of the SFT policy on that GPU beside RL
+#      (DETACHED_EVAL_SETS, default kernelbench; DETACHED_EVAL_SECONDS 900; give RL's service the other
+#      GPUs: JUDGE_GPUS="1 2"); its runs/eval_lora_* come back
+#      with every follow (evals.tgz, as far as they got)
 # Rehearsed on a CPU with the tiny model: the rl_check.sh rehearsal's variables, JUDGE_DEVICES=cpu.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +42,10 @@ start() {
     CALL_SECONDS=$((sft_s + 200)) SFT_SECONDS=$sft_s STAGE=sft bash launch/rl_check.sh; sft=\$?
     echo \"sft stage: exit \$sft\"; rl=skipped
     if [[ -f runs/sft_qwen_lora/adapter_model.safetensors ]]; then  # SFT done (now or earlier): RL from it
+      if [[ -n '${DETACHED_EVAL_GPU:-}' ]]; then  # the SFT policy's eval beside RL, on a GPU the service leaves
+        KEEP_SERVICE=1 EVAL_GPUS='${DETACHED_EVAL_GPU:-}' MODELS=sft EVAL_SETS='${DETACHED_EVAL_SETS:-kernelbench}' \
+          CALL_SECONDS=${DETACHED_EVAL_SECONDS:-900} STAGE=eval bash launch/rl_check.sh > '$logs/detached_eval.log' 2>&1 &
+      fi
       CALL_SECONDS=$((rl_s + 200)) RL_SECONDS=$rl_s STAGE=rl bash launch/rl_check.sh; rl=\$?
     fi
     echo \"rl stage: exit \$rl\"; echo \"sft \$sft rl \$rl\" > '$rcfile'" > "$logs/detached.log" 2>&1 < /dev/null &
@@ -74,6 +82,8 @@ follow() {
     [[ -f $f ]] && cp "$f" "$logs/sft.trainer_state.json"
   done
   [[ -n ${FOLLOWUP_TGZ:-} && -f $FOLLOWUP_TGZ ]] && cp "$FOLLOWUP_TGZ" "$out/"
+  local evals; evals=$(cd runs 2>/dev/null && ls -d eval_lora_* 2>/dev/null)  # DETACHED_EVAL_GPU's, as far as it got
+  [[ -n $evals ]] && tar czf "$out/evals.tgz" -C runs $evals
   {
     echo "date: $(date -u +%FT%TZ)"
     if alive; then echo "detached run: alive (pid $(cat "$pidfile"))"
@@ -81,6 +91,7 @@ follow() {
     else echo "detached run: not running (start it)"; fi
     echo "rl: newest complete checkpoint $([[ -n $c ]] && basename "$c" || echo none)"
     grep -E '^(sft|rl|judging|corpus)' "$logs/rl_check.txt" 2>/dev/null | tail -6
+    grep -h '^eval' "$logs"/eval_*.log 2>/dev/null | tail -3
     echo "--- detached.log (tail)"; tail -5 "$logs/detached.log" 2>/dev/null
     echo "--- rl.log (tail)"; tail -3 "$logs/rl.log" 2>/dev/null | cut -c1-400
   } > "$out/status.txt"
