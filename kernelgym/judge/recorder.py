@@ -27,7 +27,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelgym.judge.kernel_source import CaptureError, KernelSpec, capture
-from kernelgym.judge.trace import LAUNCH_OPTIONS, Trace
+from kernelgym.judge.trace import HOST_CONSTANT_BYTES, LAUNCH_OPTIONS, Trace
 
 _STATE: dict[str, Any] = {"recorder": None, "in_launch": 0}
 
@@ -44,7 +44,6 @@ DATA_MOVEMENT = {
 HOST_READS = {"_local_scalar_dense", "item", "equal", "is_nonzero", "allclose"}
 UNREPLAYABLE = {"set_", "resize_", "resize_as_", "as_strided_", "record_stream", "_assert_async"}
 HOST_CONSTANTS = ("lift_fresh", "lift_fresh_copy")  # `torch.tensor(data)`: a tensor filled from host Python
-HOST_CONSTANT_BYTES = 1 << 20  # what one call may build from host data (a slope, a small table; not a dataset)
 
 
 class RecordError(Exception):

@@ -32,6 +32,11 @@ MAX_DIMS = 16
 # Operators that copy bytes from their other tensor arguments into what they write (layout, dtype, device).
 COPIES = ("copy_", "clone", "_to_copy", "contiguous", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy")
 
+# What one call may build from host data (`torch.tensor([...])` in forward: a slope, a small table). Such
+# state is restored before every replayed call, never carried (`Replayer.prepare`), so the flag that says
+# which buffers it is must not cover more: the flag comes from the untrusted child, and a workspace flagged
+# `host` would be reset for free before each call (round v4i's state hole).
+HOST_CONSTANT_BYTES = 1 << 20
 SCRATCH_FACTOR = 16  # scratch a replayed call may allocate, times its inputs' and state's bytes ...
 SCRATCH_SLACK_BYTES = 2 << 30  # ... plus this (attention's score matrix fits; a terabyte does not)
 
@@ -78,6 +83,10 @@ class Trace:
             if not (isinstance(b, dict) and b.get("kind") in BUFFER_KINDS and _int(b.get("index"), 0)
                     and _int(b.get("nbytes"), 0) and isinstance(b.get("host", False), bool)):
                 raise TraceError(f"buffer {i} is malformed")
+        host = sum(b["nbytes"] for b in self.buffers if b.get("host") and b["kind"] == "state")
+        if host > HOST_CONSTANT_BYTES or any(b.get("host") and b["kind"] != "state" for b in self.buffers):
+            raise TraceError(f"{host} bytes of state flagged as built from host data (the recorder stops at "
+                             f"{HOST_CONSTANT_BYTES}), or the flag on a buffer that is not state")
         for i, e in enumerate(self.entries):
             if not isinstance(e, dict):
                 raise TraceError(f"entry {i} is not a dict")

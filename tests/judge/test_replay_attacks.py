@@ -127,6 +127,22 @@ def test_grid_beyond_hardware_limits_is_refused():
         Trace.from_wire(_trace(grid=[1 << 40, 1, 1]))
 
 
+def test_the_host_flag_covers_at_most_what_the_recorder_would_have_flagged():
+    # The flag (state rebuilt from host data by every call: restored before each replayed call, never carried)
+    # comes from the untrusted child; on a large workspace it would reset it for free (round v4i's state hole).
+    from kernelgym.judge.trace import HOST_CONSTANT_BYTES
+
+    small = {"kind": "state", "index": 0, "nbytes": 256, "host": True}
+    assert Trace.from_wire(_trace(extra_buffers=[small])).buffers[-1]["host"] is True
+    for forged in ({"kind": "state", "index": 0, "nbytes": HOST_CONSTANT_BYTES + 4, "host": True},
+                   {"kind": "scratch", "index": 0, "nbytes": 256, "host": True}):
+        with pytest.raises(TraceError, match="host data"):
+            Trace.from_wire(_trace(extra_buffers=[forged]))
+    split = [dict(small, index=i, nbytes=HOST_CONSTANT_BYTES // 2 + 4) for i in range(2)]  # each small, too much in all
+    with pytest.raises(TraceError, match="host data"):
+        Trace.from_wire(_trace(extra_buffers=split))
+
+
 def test_fill_operators_write_their_recorded_buffer_whatever_size_they_name():
     wire = _trace()
     wire["entries"].insert(0, {"aten": "aten.full.default", "args": [[10**12], 0.0], "kwargs": {},
