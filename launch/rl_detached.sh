@@ -90,6 +90,14 @@ follow() {
     elif [[ -f $rcfile ]]; then echo "detached run: ended ($(cat "$rcfile"))"
     else echo "detached run: not running (start it)"; fi
     echo "rl: newest complete checkpoint $([[ -n $c ]] && basename "$c" || echo none)"
+    [[ -n $c ]] && "$PYTHON" - "$c/trainer_state.json" <<'PY' 2>&1
+import json, sys
+keys = ("reward", "kernelgym/compiled", "kernelgym/correct", "kernelgym/fast_1", "timing/step_s",
+        "timing/generate_s", "timing/judge_s", "timing/update_s")
+for h in json.load(open(sys.argv[1])).get("log_history", []):
+    if "step" in h and any(k in h for k in keys):
+        print("  step", h["step"], " ".join(f"{k.split('/')[-1]}={h[k]:.3g}" for k in keys if isinstance(h.get(k), (int, float))))
+PY
     grep -E '^(sft|rl|judging|corpus)' "$logs/rl_check.txt" 2>/dev/null | tail -6
     grep -h '^eval' "$logs"/eval_*.log 2>/dev/null | tail -3
     echo "--- detached.log (tail)"; tail -5 "$logs/detached.log" 2>/dev/null
