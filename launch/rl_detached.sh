@@ -16,7 +16,8 @@
 # env: DETACHED_SFT_SECONDS=900 DETACHED_RL_SECONDS=1500 (each stage's training time; a stage that has finished
 #      is not run again), SFT_ARGS RL_ARGS and the rest of rl_check.sh's, FOLLOW_SECONDS=540 (timeout_s 600);
 #      DETACHED_EVAL_GPU=3: once SFT is done, rl_check.sh's eval of the SFT policy on that GPU beside RL
-#      (DETACHED_EVAL_SETS, default kernelbench; DETACHED_EVAL_SECONDS 900; give RL's service the other
+#      (DETACHED_EVAL_MODELS, default sft, e.g. "sft base"; DETACHED_EVAL_SETS, default kernelbench;
+#      DETACHED_EVAL_SECONDS 900; give RL's service the other
 #      GPUs: JUDGE_GPUS="1 2"); its runs/eval_lora_* come back
 #      with every follow (evals.tgz, as far as they got)
 # Rehearsed on a CPU with the tiny model: the rl_check.sh rehearsal's variables, JUDGE_DEVICES=cpu.
@@ -43,7 +44,7 @@ start() {
     echo \"sft stage: exit \$sft\"; rl=skipped
     if [[ -f runs/sft_qwen_lora/adapter_model.safetensors ]]; then  # SFT done (now or earlier): RL from it
       if [[ -n '${DETACHED_EVAL_GPU:-}' ]]; then  # the SFT policy's eval beside RL, on a GPU the service leaves
-        KEEP_SERVICE=1 EVAL_GPUS='${DETACHED_EVAL_GPU:-}' MODELS=sft EVAL_SETS='${DETACHED_EVAL_SETS:-kernelbench}' \
+        KEEP_SERVICE=1 EVAL_GPUS='${DETACHED_EVAL_GPU:-}' MODELS='${DETACHED_EVAL_MODELS:-sft}' EVAL_SETS='${DETACHED_EVAL_SETS:-kernelbench}' \
           CALL_SECONDS=${DETACHED_EVAL_SECONDS:-900} STAGE=eval bash launch/rl_check.sh > '$logs/detached_eval.log' 2>&1 &
       fi
       CALL_SECONDS=$((rl_s + 200)) RL_SECONDS=$rl_s STAGE=rl bash launch/rl_check.sh; rl=\$?
