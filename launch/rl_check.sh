@@ -49,7 +49,7 @@ sft_config=configs/sft_qwen_coder_lora_h100.yaml; sft_dir=runs/sft_qwen_lora
 rl_config=configs/grpo_qwen_coder_lora_h100x4.yaml; rl_dir=runs/grpo_qwen_lora
 base_model="${BASE_MODEL:-kernelgym:qwen-coder-0.5b}"; accel="${ACCELERATE_CONFIG:-configs/accelerate/single_gpu.yaml}"
 SERVE_WHEELS=(fastapi==0.165.0 starlette==1.10.0 pydantic==2.14.3 pydantic-core==2.50.4 uvicorn==0.54.0
-              annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0)
+              annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0 opentelemetry-api==1.45.2)
 
 prepare() {  # here: what the calls carry, then the plan with each call's size
   local get=(python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp

@@ -10,7 +10,9 @@ A `TritonSeed` takes the cache of the first process of a pool that finished its 
 has run in it: it is idle before its first request) and copies it into the private cache of every process
 the pool starts later, before that process starts. Copies, not links: what a process writes into its own
 cache stays its own. Triton's group files record absolute paths, so they are rewritten for each copy.
-Off unless `KERNELGYM_TRITON_SEED=1` until a GPU run measures it (launch/judge_followup_check.sh cpu).
+On by default on GPUs since a GPU run measured it (4 x H200 host, the 40-answer bench, 8 in flight, ninth session:
+answer-process start-up 2.16 -> 1.46 CPU-s, replay start-up 2.12 -> 1.43, 39.1 -> 42.9 evaluations/min, the
+same verdicts); `KERNELGYM_TRITON_SEED=0` turns it off.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ _MAX_SEED_BYTES = 64 << 20  # a start-up's cache is a few MiB; anything larger i
 
 
 def seeding_enabled(device: str) -> bool:
-    """Whether pools on `device` share their first warm process's Triton cache (GPUs only, opt-in)."""
-    return device != "cpu" and os.environ.get(ENV, "0") == "1"
+    """Whether pools on `device` share their first warm process's Triton cache (GPUs only; KERNELGYM_TRITON_SEED=0: no)."""
+    return device != "cpu" and os.environ.get(ENV, "1") != "0"
 
 
 class TritonSeed:

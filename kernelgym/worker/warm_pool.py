@@ -63,7 +63,7 @@ class WarmPool:
         self._failures_in_a_row = 0
         self._counts = {"handed_out": 0, "misses": 0, "spawned": 0, "spawn_failures": 0, "died_idle": 0}
         self._startup_seconds: collections.deque[float] = collections.deque(maxlen=20)
-        # the first warm process's Triton cache, copied into later ones (KERNELGYM_TRITON_SEED=1, GPUs)
+        # the first warm process's Triton cache, copied into later ones (GPUs; KERNELGYM_TRITON_SEED=0 turns it off)
         self._seed = TritonSeed(self.scratch_root) if seeding_enabled(device) else None
 
     def __enter__(self) -> "WarmPool":

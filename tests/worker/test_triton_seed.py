@@ -65,8 +65,10 @@ def test_triton_finds_a_planted_group(tmp_path, monkeypatch):
     assert group == {"k.cubin": str(later / "triton" / "abc" / "k.cubin"), "k.json": str(later / "triton" / "abc" / "k.json")}
 
 
-def test_seeding_is_opt_in_and_gpu_only(monkeypatch):
+def test_seeding_is_on_by_default_on_gpus_only_and_can_be_turned_off(monkeypatch):
     monkeypatch.delenv("KERNELGYM_TRITON_SEED", raising=False)
+    assert seeding_enabled("cuda:0") and not seeding_enabled("cpu")
+    monkeypatch.setenv("KERNELGYM_TRITON_SEED", "0")
     assert not seeding_enabled("cuda:0")
     monkeypatch.setenv("KERNELGYM_TRITON_SEED", "1")
     assert seeding_enabled("cuda:0") and not seeding_enabled("cpu")
