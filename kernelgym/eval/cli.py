@@ -80,6 +80,8 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> None:
     j.add_argument("--task-timeout", type=float, default=120.0,
                    help="wall-clock limit of each task's audit (or preflight) child, s; a task over either limit is "
                         "a row of the report, not judged")
+    j.add_argument("--screen-jobs", type=int, default=1,
+                   help="tasks audited (or preflighted) at once, each in its own child (default 1)")
     j.add_argument("--keep-degenerate", action="store_true",
                    help="count the tasks the audit flags in the headline metrics (default: flagged and left out)")
     o = e.add_argument_group("output")
@@ -111,6 +113,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if not args.model or not args.tasks:
         raise EvalError("kernelgym eval needs --model and --tasks (or --report-only --out DIR)")
+    if args.screen_jobs < 1:
+        raise EvalError("--screen-jobs must be at least 1")
     backend = pick_backend(args.model, args.backend, args.api_base)
     tasks = _load_tasks(args.tasks, args.limit)
     temperature = args.temperature if args.temperature is not None else (0.0 if args.samples == 1 else 0.7)
@@ -143,7 +147,7 @@ def _execute(args: argparse.Namespace, tasks: list, config: EvalConfig, out: Pat
     screen_config = JudgeConfig.from_dict({**judge, "device": _audit_device(devices)})
     limits = ChildLimits(memory_gb=args.memory_gb, timeout_s=args.task_timeout)
     screen = screen_tasks(tasks, files, screen_config, audit=not args.no_audit, progress=not args.no_progress,
-                          limits=limits)
+                          limits=limits, jobs=args.screen_jobs)
 
     def open_judge() -> Any:
         if args.service_url:

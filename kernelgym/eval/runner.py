@@ -241,23 +241,24 @@ def _plan_calls(missing: list[Trajectory], turn: int, config: EvalConfig) -> lis
 
 
 def screen_tasks(tasks: Sequence[Task], files: RunFiles, judge_config: JudgeConfig, audit: bool = True,
-                 progress: bool = True, limits: ChildLimits | None = None) -> Screen:
+                 progress: bool = True, limits: ChildLimits | None = None, jobs: int = 1) -> Screen:
     """The degenerate-task audit (`kernelgym.tasks.audit`) of every task, or with `audit` False only
     the preflight (`kernelgym.tasks.preflight`), each task in its own limited child (`limits`,
     default `ChildLimits()`). Only the tasks audit.jsonl (preflight.jsonl) does not hold yet are
-    done, a row written as each finishes; the screen covers them all."""
+    done, a row written as each finishes; the screen covers them all. `jobs` children run at once (each
+    task's child is its own process: on a GPU, 100 KernelBench references one after another took ~10 minutes)."""
     limits = limits or ChildLimits()
     if audit:
         log = AuditLog(files.audit)
         done = log.done()
         todo = [t for t in tasks if t.task_id not in done]
         if todo:
-            audit_tasks(todo, judge_config, progress=progress, limits=limits, on_audit=log.append)
+            audit_tasks(todo, judge_config, progress=progress, limits=limits, on_audit=log.append, jobs=jobs)
     else:
         checked = read_checks(files.preflight)
         todo = [t for t in tasks if t.task_id not in checked]
         if todo:
-            preflight(todo, judge_config, limits, progress=progress,
+            preflight(todo, judge_config, limits, jobs=jobs, progress=progress,
                       on_check=lambda check: append_check(files.preflight, check))
     return read_screen(files, [t.task_id for t in tasks], audited=audit)
 

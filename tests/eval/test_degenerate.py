@@ -40,3 +40,16 @@ def test_the_eval_audit_streams_rows_and_an_over_limit_task_does_not_stop_it(tmp
     rows = [json.loads(line) for line in files.audit.read_text().splitlines()]
     assert [(r["task_id"], r["verdict"]) for r in rows] == [("huge", "too-large"), ("zero", "degenerate"),
                                                              ("scale", "ok")]
+
+
+def test_the_preflight_screen_runs_tasks_at_once_with_a_row_each(tmp_path):
+    # --screen-jobs: the preflight of KernelBench's 100 references one after another took ~10 minutes on a GPU
+    tasks = [Task("huge", kb.HUGE_WEIGHT), Task("scale", kb.SCALE), Task("scale2", kb.SCALE)]
+    files = RunFiles(tmp_path)
+    screen = screen_tasks(tasks, files, JudgeConfig(device="cpu"), audit=False, progress=False, jobs=2)
+    assert {t: c.status for t, c in screen.over_limits.items()} == {"huge": "too-large"}
+    rows = [json.loads(line) for line in files.preflight.read_text().splitlines()]
+    assert sorted(r["task_id"] for r in rows) == ["huge", "scale", "scale2"]
+    again = screen_tasks(tasks, files, JudgeConfig(device="cpu"), audit=False, progress=False, jobs=2)
+    assert again.over_limits.keys() == screen.over_limits.keys()  # resumed from the rows: nothing run twice
+    assert len(files.preflight.read_text().splitlines()) == 3
