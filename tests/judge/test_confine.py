@@ -77,7 +77,10 @@ def _load(tmp_path: Path, answer_dir: Path) -> tuple[dict, dict]:
         ref = Reference(load_builtin("relu")[0], "full", "cpu", init_seed=1)
         with CandidateProcess(scratch, "cpu", time.monotonic() + 120, 1 << 20, 1 << 24) as child:
             reply = child.request(load_message(ref, answer, "cpu"))
-            tail = child.output_tail()
+        # The reply and the print travel on different pipes: the print is in the tail only once the
+        # drain thread has read it, which on a loaded machine can be after the reply (CI, 2026-11-28).
+        child._reader.join(timeout=60)
+        tail = child.output_tail()
         assert not (outside / "escaped").exists() or "landlock" not in reply["confinement"]["layers"]
     finally:
         listener.close()
