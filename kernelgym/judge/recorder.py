@@ -40,6 +40,9 @@ DATA_MOVEMENT = {
     "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_", "copy_", "clone",
     "_to_copy", "lift_fresh", "lift_fresh_copy", "arange", "detach", "alias", "contiguous", "_copy_from",
     "_copy_from_and_resize", "scalar_tensor",
+    # Pure data movement an honest answer uses to prepare inputs (`F.pad` before a convolution kernel) or
+    # assemble outputs (red-team v4j): they compute nothing from values.
+    "constant_pad_nd", "cat", "stack", "flip", "roll", "repeat",
 }
 HOST_READS = {"_local_scalar_dense", "item", "equal", "is_nonzero", "allclose"}
 UNREPLAYABLE = {"set_", "resize_", "resize_as_", "as_strided_", "record_stream", "_assert_async"}
@@ -237,6 +240,9 @@ class Recorder(TorchDispatchMode):
             return {"device": True}
         if isinstance(v, (torch.memory_format, torch.layout)):
             return {"enum": str(v).removeprefix("torch.")}
+        if type(v).__name__ in ("JITFunction", "InterpretedFunction"):
+            raise RecordError(f"{where}: a @triton.jit function passed as an argument cannot be replayed; call it "
+                              "by its name inside the kernel (or write one kernel per operation)")
         raise RecordError(f"{where}: a {type(v).__name__} cannot be replayed")
 
     def descriptor(self, d: Any, where: str) -> dict[str, Any]:
@@ -345,7 +351,7 @@ class Recorder(TorchDispatchMode):
         self._outputs_are_written(outputs)
         return Trace(buffers=self.buffers, entries=self.entries, outputs=outputs, is_sequence=is_seq,
                      torch_compute=sorted(set(self.torch_compute)), host_reads=sorted(set(self.host_reads)),
-                     unreplayable=self.unreplayable[:20])
+                     unreplayable=self.unreplayable[:20]).within_limits()
 
     def _outputs_are_written(self, outputs: list[Any]) -> None:
         """An output's buffer that existed before the call but is not the model's own tensor (a buffer
@@ -355,7 +361,10 @@ class Recorder(TorchDispatchMode):
                 continue
             buf = value["t"]["buf"]
             b = self.buffers[buf]
-            if b["kind"] == "state" and self._storages[buf].data_ptr() not in self._state:
+            # A tensor built from host data in this call stays what it is (state restored before every
+            # call, bytes as built: `torch.tensor([0.0] * n)` then an accumulating kernel); scratch would
+            # be poisoned, and the host flag on scratch made the record malformed (red-team v4j).
+            if b["kind"] == "state" and not b.get("host") and self._storages[buf].data_ptr() not in self._state:
                 b["kind"], b["index"] = "scratch", 0
                 self.state_bytes.pop(buf, None)
 
@@ -373,6 +382,20 @@ def first_difference(a: Trace, b: Trace) -> str:
             return f"entry {i}: {x.get('launch') or x.get('aten')} differs"
     if _shape(a.outputs, a) != _shape(b.outputs, b):
         return "the outputs differ"
+    return ""
+
+
+def host_constants_differ(trace: Trace, a: "Recorder", b: "Recorder") -> str:
+    """Where two recorded calls (of the same shape, `first_difference` empty) built different tensors from
+    host data: their values came from the inputs, read on the host by a route no operator shows
+    (`tolist()`, `torch.tensor([x[0], ...])`: red-team v4j). "" when none did. The replay would restore
+    the first call's bytes in every trial, so this is a refusal that explains, not a verdict's basis."""
+    for buf, info in enumerate(trace.buffers):
+        if info.get("host") and buf in a.state_bytes:
+            other = b.state_bytes.get(buf)
+            if other is None or not torch.equal(a.state_bytes[buf], other):
+                return (f"a tensor built from host data (torch.tensor / as_tensor) holds other values in a call "
+                        f"with other inputs: it was built from input values read on the host")
     return ""
 
 

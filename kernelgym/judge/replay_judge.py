@@ -93,7 +93,7 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
                     reply = answer.request(build_message(reference))  # the model's __init__: no kernel of ours
                 _check_error(reply, result, "")
                 with clock("record"):
-                    recorded = _record(answer, rng, result, clock, variant=False)
+                    recorded = _record(answer, rng, result, clock, variant=False, allow_torch=allow_torch)
             with CandidateProcess.start(replay_dir, result.device, *limits) as replayer:
                 _offer_device_path(replayer, config, result)
                 with clock("replay_load"):
@@ -190,13 +190,23 @@ def _shared_request(process: CandidateProcess, msg: dict[str, Any], result: Eval
 
 
 def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, clock: Any,
-            variant: bool) -> dict[str, Any]:
+            variant: bool, allow_torch: bool) -> dict[str, Any]:
     reply = _shared_request(answer, {"op": "record", "warm_seed": rng.getrandbits(62), "seed": rng.getrandbits(62),
                                      "distribution": "task", "variant": variant}, result, clock)
     _check_error(reply, result, "forward: ")
     _add_host_costs(clock, "record", reply.get("host_s"), RECORD_PARTS)
     trace = _parsed_record(reply, result)
     result.kernels_launched = sorted(set(trace.kernels()) | set(result.kernels_launched))
+    # What the record proves comes before what it cannot express: an unreplayable extra (a 17-dim
+    # allocation, a host-built output) must not turn a proven cheat into a milder verdict (red-team v4j).
+    compute = trace.torch_compute
+    if compute and not allow_torch:
+        result.cheats.append(CheatVerdict(
+            "RH-01", f"forward computed with torch outside the answer's Triton kernels ({', '.join(compute[:4])})",
+            "runtime"))
+        _set(result, Status.CHEAT, f"rejected by threat rule RH-01: {result.cheats[-1].reason}")
+        raise _Stop
+    _aliasing_verdicts(trace, result)
     if reply.get("calls_differ"):
         _set(result, Status.INVALID_ANSWER, "outside the answer contract: two calls with inputs of the same shapes "
              f"launched different work ({str(reply['calls_differ'])[:200]}); launches may depend on shapes only, "
@@ -254,13 +264,6 @@ def _load_replay(replayer: CandidateProcess, reference: Reference, recorded: dic
         _set(result, Status.OOM, too_much)
         raise _Stop
     trace = recorded["trace"]
-    compute = [str(c) for c in trace.get("torch_compute", [])]
-    if compute and not allow_torch:
-        result.cheats.append(CheatVerdict(
-            "RH-01", f"forward computed with torch outside the answer's Triton kernels ({', '.join(compute[:4])})",
-            "runtime"))
-        _set(result, Status.CHEAT, f"rejected by threat rule RH-01: {result.cheats[-1].reason}")
-        raise _Stop
     problems = use_answer_sources(specs, code)  # the replay compiles the answer's text, not the child's report
     if problems:
         _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {problems[0]}", error="\n".join(problems))
@@ -289,19 +292,25 @@ def scratch_problem(trace: Any) -> str | None:
     return trace.scratch_problem()
 
 
-def _output_verdicts(trace: Any, result: EvalResult, allow_torch: bool) -> None:
-    """What the record proves about the outputs: one that is a view of an input or of the model's
-    state was made by no call at all (RH-10); one whose bytes torch made (a fill, an allocation no kernel
-    wrote, a copy of an input or of the state, `Trace.torch_made_outputs`) was not made by the answer's
-    kernels (outside the contract). A torch layout copy of what the kernels wrote is the kernels'."""
+def _aliasing_verdicts(trace: Any, result: EvalResult) -> None:
+    """An output that is a view of an input or of the model's state was made by no call at all (RH-10).
+    A tensor forward built from host data in the call is not the model's state (it is rebuilt by every
+    call): whether its bytes are the kernels' is `_output_verdicts`' question."""
     for ref in _buffers_refs(trace.outputs):
-        kind = trace.buffers[ref["buf"]]["kind"]
-        if kind in ("input", "state"):
-            result.cheats.append(CheatVerdict("RH-10", f"an output is a view of {'an input' if kind == 'input' else 'the model state'}, "
+        b = trace.buffers[ref["buf"]]
+        if b["kind"] == "input" or (b["kind"] == "state" and not b.get("host")):
+            result.cheats.append(CheatVerdict("RH-10", f"an output is a view of {'an input' if b['kind'] == 'input' else 'the model state'}, "
                                               "not memory the call wrote", "runtime"))
     if result.cheats:
         _set(result, Status.CHEAT, f"rejected by threat rule RH-10: {result.cheats[0].reason}")
         raise _Stop
+
+
+def _output_verdicts(trace: Any, result: EvalResult, allow_torch: bool) -> None:
+    """What the record proves about the outputs: one whose bytes torch made (a fill, an allocation no
+    kernel wrote, a copy of an input, `Trace.torch_made_outputs`) was not made by the answer's kernels
+    (outside the contract). A torch copy of what the kernels wrote is the kernels'. (RH-10 was decided
+    when the record came, `_aliasing_verdicts`.)"""
     torch_written = [] if allow_torch else trace.torch_made_outputs()
     if torch_written:
         # A fact, not proof of a cheat (a final layout copy can be honest): outside the contract.
@@ -335,7 +344,7 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
         if t.variant is not None:
             reply = answer.request(build_message(t.variant, variant=True))
             _check_error(reply, result, f"trial {t.index} (variant): ")
-            recorded = _record(answer, rng, result, clock, variant=True)
+            recorded = _record(answer, rng, result, clock, variant=True, allow_torch=allow_torch)
             _load_replay(replayer, t.variant, recorded, result, allow_torch, "variant", code)
             slot = "variant"
         reply = _shared_request(replayer, {"op": "replay_trial", "slot": slot, "seed": t.seed,

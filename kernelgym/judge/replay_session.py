@@ -63,13 +63,14 @@ class RecordOps:
                 alive.append(inputs)
                 del out
             del alive
-            (trace, rec), (second, _) = traces
+            (trace, rec), (second, rec2) = traces
         except BaseException as e:  # noqa: BLE001 - the answer's failure is a verdict
             return self._error(e, phase="forward")
         t = clock()
         reply = {"trace": trace.to_wire(), "kernels": rec.kernel_specs(),
                  "state": [[buf, data.cpu()] for buf, data in rec.state_bytes.items()],
-                 "calls_differ": recorder.first_difference(trace, second)}
+                 "calls_differ": (recorder.first_difference(trace, second)
+                                  or recorder.host_constants_differ(trace, rec, rec2))}
         costs["wire"] += clock() - t
         return reply | {"host_s": costs}
 

@@ -30,7 +30,8 @@ MAX_ENTRIES = 20_000
 MAX_BUFFERS = 20_000
 MAX_DIMS = 16
 # Operators that copy bytes from their other tensor arguments into what they write (layout, dtype, device).
-COPIES = ("copy_", "clone", "_to_copy", "contiguous", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy")
+COPIES = ("copy_", "clone", "_to_copy", "contiguous", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy",
+          "cat", "stack", "flip", "roll", "repeat")  # (not `constant_pad_nd`: its border is a fill)
 
 # What one call may build from host data (`torch.tensor([...])` in forward: a slope, a small table). Such
 # state is restored before every replayed call, never carried (`Replayer.prepare`), so the flag that says
@@ -97,6 +98,46 @@ class Trace:
             else:
                 raise TraceError(f"entry {i} is neither a launch nor a torch operator")
         self._check_value(self.outputs, "outputs")
+
+    def within_limits(self) -> "Trace":
+        """This trace if it validates, else the most of it that does, with what was left out among its
+        `unreplayable` reasons: the recorder's own trace goes through this before it leaves the child, so
+        that every limit of `validate` is an `invalid_answer` the answer is told about, and a trace the
+        parent cannot parse means a forged one. (A record the parent refused as malformed was `crashed`
+        before any of its verdicts was read: one 17-dim allocation turned `cheat RH-01` into a crash,
+        red-team v4j.)"""
+        try:
+            self.validate()
+            return self
+        except TraceError as e:
+            problems = [f"the call cannot be replayed: {e}"]
+        kept = Trace(buffers=[], entries=[], outputs=[], is_sequence=self.is_sequence,
+                     torch_compute=self.torch_compute, host_reads=self.host_reads,
+                     unreplayable=(self.unreplayable[:19] + problems))
+        try:  # the buffer table as a whole (count, host bytes), then each entry and the outputs on it
+            Trace(buffers=self.buffers, entries=[], outputs=[]).validate()
+        except TraceError:
+            return kept
+        entries = []
+        for i, e in enumerate(self.entries[:MAX_ENTRIES]):
+            try:
+                if not isinstance(e, dict):
+                    raise TraceError(f"entry {i} is not a dict")
+                (self._check_launch if "launch" in e else self._check_aten)(i, e)
+                entries.append(e)
+            except (TraceError, KeyError, TypeError):
+                pass
+        outputs: Any = self.outputs
+        try:
+            self._check_value(outputs, "outputs")
+        except TraceError:
+            outputs = []
+        kept.buffers, kept.entries, kept.outputs = self.buffers, entries, outputs
+        try:
+            kept.validate()
+        except TraceError:
+            kept.buffers, kept.entries, kept.outputs = [], [], []
+        return kept
 
     def _check_launch(self, i: int, e: dict[str, Any]) -> None:
         if not isinstance(e["launch"], str) or not isinstance(e.get("args"), list):
@@ -187,14 +228,18 @@ class Trace:
     def torch_made_outputs(self) -> list[str]:
         """The torch operators that made an output's bytes (empty when the answer's kernels made every
         output). A buffer is the kernels' when a launch was handed it last, or when a torch copy last
-        wrote it from scratch buffers that were the kernels' (`out.permute(0, 2, 1).contiguous()` after
-        the kernel that wrote `out`: a layout copy of the kernels' result); a copy of an input or of the
-        state (even one a kernel read), a fill or an allocation left last is torch's. Outputs that view
-        an input or the state are not listed (the judge's RH-10)."""
+        wrote it from buffers that were the kernels' (`out.permute(0, 2, 1).contiguous()` after the kernel
+        that wrote `out`; `acc.to(x.dtype)` of a float64 workspace the kernel accumulated into: a copy of
+        the kernels' result); a copy of an input (even one a kernel read), a fill or an allocation left
+        last is torch's, and so is a tensor built from host data that no kernel was handed. Outputs that
+        view an input or the model's state are not listed (the judge's RH-10)."""
         made: dict[int, str] = {}  # buffer -> "kernel", or the torch operator that made its bytes
         for e in self.entries:
-            if "launch" in e:  # an input or the state a kernel reads is still not the kernels' result
-                made.update((b, "kernel") for b in _buffers(e["args"]) if self.buffers[b]["kind"] == "scratch")
+            if "launch" in e:
+                # Scratch and state a kernel is handed hold what it wrote from then on (state carried from
+                # an earlier call is the replay's: each trial starts from what the last one left, on new
+                # values). An input a kernel reads is never its result.
+                made.update((b, "kernel") for b in _buffers(e["args"]) if self.buffers[b]["kind"] != "input")
                 continue
             packet = e["aten"].split(".")[1]
             written = _buffers(e["outs"]) | (_buffers(e["args"][:1]) if packet.endswith("_") else set())
@@ -204,8 +249,14 @@ class Trace:
                 if all(made.get(b) == "kernel" for b in sources or written):
                     origin = "kernel"
             made.update(dict.fromkeys(written, origin))
-        return [made[r["buf"]] for r in _refs(self.outputs)
-                if self.buffers[r["buf"]]["kind"] == "scratch" and made.get(r["buf"], "kernel") != "kernel"]
+        listed = []
+        for r in _refs(self.outputs):
+            b = self.buffers[r["buf"]]
+            if b["kind"] == "scratch" or (b["kind"] == "state" and b.get("host")):
+                origin = made.get(r["buf"], "kernel" if b["kind"] == "scratch" else "a tensor built from host data")
+                if origin != "kernel":
+                    listed.append(origin)
+        return listed
 
     def preparation_entries(self) -> set[int]:
         """Indices of the torch entries that only prepare inputs: allocations, fills and copies that read

@@ -475,3 +475,143 @@ def test_state_torch_copied_a_kernel_result_into_is_not_clean(tmp_path):
     trace, _ = _record(module, torch.randn(8, 8))
     marked = _prep_names(trace)
     assert not any(prep for name, prep in marked if name.startswith("aten.copy_")), marked
+
+
+# ---------------------------------------------------------------- red-team round v4j
+ACC_KERNEL = """
+@triton.jit
+def row_sum_kernel(x_ptr, acc_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)
+    tl.atomic_add(acc_ptr + row, tl.sum(v, axis=0).to(acc_ptr.dtype.element_ty))
+"""
+
+
+def test_a_host_built_output_accumulator_is_replayed_with_its_bytes(tmp_path):
+    # `torch.tensor([0.0] * n)` as the output a kernel accumulates into: it stays a host constant (restored
+    # before every call) instead of scratch carrying the host flag, which made the record malformed.
+    module = _load(tmp_path, textwrap.indent(ACC_KERNEL, " " * 8) + """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                out = torch.tensor([0.0] * x.shape[0], dtype=x.dtype, device=x.device)
+                row_sum_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=16)
+                return out
+    """, "kg_v4j_host_out")
+    trace, replay = _record(module, torch.randn(8, 16))
+    (ref,) = [o["t"] for o in trace.outputs]
+    assert trace.buffers[ref["buf"]] == trace.buffers[ref["buf"]] | {"kind": "state", "host": True}
+    assert trace.torch_made_outputs() == []
+    for _ in range(2):  # restored before each call, never carried
+        y = torch.randn(8, 16)
+        torch.testing.assert_close(replay(y), y.sum(1))
+
+
+def test_a_cast_copy_of_a_workspace_a_kernel_wrote_is_the_kernels(tmp_path):
+    module = _load(tmp_path, textwrap.indent(ACC_KERNEL, " " * 8) + """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("acc", torch.zeros(8, dtype=torch.float64))
+
+            def forward(self, x):
+                self.acc.zero_()
+                row_sum_kernel[(x.shape[0],)](x, self.acc, x.shape[1], BLOCK=16)
+                return self.acc.to(x.dtype)
+    """, "kg_v4j_state_cast")
+    trace, replay = _record(module, torch.randn(8, 16))
+    assert trace.torch_made_outputs() == []
+    y = torch.randn(8, 16)
+    torch.testing.assert_close(replay(y), y.sum(1))
+    # a cast copy of an input a kernel read is still torch's
+    module = _load(tmp_path, textwrap.indent(ACC_KERNEL, " " * 8) + """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                acc = torch.zeros(x.shape[0], dtype=torch.float64, device=x.device)
+                row_sum_kernel[(x.shape[0],)](x, acc, x.shape[1], BLOCK=16)
+                return x.to(torch.float64)
+    """, "kg_v4j_input_cast")
+    trace, _ = _record(module, torch.randn(8, 16))
+    assert trace.torch_made_outputs() == ["aten._to_copy.default"]
+
+
+def test_padding_an_input_is_data_movement_and_replays(tmp_path):
+    module = _load(tmp_path, """
+        import torch.nn.functional as F
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.s = torch.ones(4)
+
+            def forward(self, x):
+                xp = F.pad(x, (1, 1))
+                out = torch.empty_like(xp)
+                launch(xp, self.s, out)
+                return torch.cat([out, out], dim=0)
+    """, "kg_v4j_pad")
+    trace, replay = _record(module, torch.randn(4, 6))
+    assert trace.torch_compute == [] and trace.unreplayable == [] and trace.torch_made_outputs() == []
+    y = torch.randn(4, 6)
+    padded = torch.nn.functional.pad(y, (1, 1))
+    assert torch.equal(replay(y), torch.cat([padded, padded]))
+
+
+def test_a_record_beyond_the_traces_limits_is_unreplayable_and_keeps_its_torch_compute(tmp_path):
+    # A 17-dim allocation used to make the record malformed (`crashed`) before its RH-01 was read.
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                torch.empty([1] * 17, device=x.device)
+                return torch.relu(x)
+    """, "kg_v4j_17dims")
+    model, x = module.ModelNew(), torch.randn(8)
+    rec = recorder.Recorder([x], recorder.state_storages(model, vars(module)))
+    with torch.no_grad(), rec:
+        out = model(x)
+    trace = Trace.from_wire(rec.finish(out).to_wire())  # valid: the parent reads its verdicts
+    assert any(t.startswith("aten.relu") for t in trace.torch_compute), trace.torch_compute
+    assert any("cannot be replayed" in u and "malformed tensor view" in u for u in trace.unreplayable), trace.unreplayable
+    # too many host-built bytes: the whole buffer table is left out, still a valid record
+    big = Trace(buffers=[{"kind": "state", "index": 0, "nbytes": 2 << 20, "host": True}], entries=[], outputs=[],
+                torch_compute=["aten.add.Tensor"]).within_limits()
+    big.validate()
+    assert big.buffers == [] and big.torch_compute == ["aten.add.Tensor"] and big.unreplayable
+
+
+def test_a_host_constant_built_from_input_values_differs_between_calls(tmp_path):
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)
+                launch(x, torch.tensor(x.tolist()[:4], device=x.device), out)
+                return out
+    """, "kg_v4j_tolist")
+    model = module.ModelNew()
+    recs, traces = [], []
+    for seed in (1, 2):
+        x = torch.randn(64, generator=torch.Generator().manual_seed(seed))
+        rec = recorder.Recorder([x], recorder.state_storages(model, vars(module)))
+        with torch.no_grad(), rec:
+            out = model(x)
+        traces.append(rec.finish(out))
+        recs.append(rec)
+    assert recorder.first_difference(*traces) == ""  # same launches, same layouts ...
+    assert "host data" in recorder.host_constants_differ(traces[0], *recs)  # ... other host-built values
+    # an honest constant is the same in both calls
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)
+                launch(x, torch.tensor([0.5, -1.0, 2.0, 0.25], device=x.device), out)
+                return out
+    """, "kg_v4j_const")
+    model, recs, traces = module.ModelNew(), [], []
+    for seed in (1, 2):
+        x = torch.randn(64, generator=torch.Generator().manual_seed(seed))
+        rec = recorder.Recorder([x], recorder.state_storages(model, vars(module)))
+        with torch.no_grad(), rec:
+            out = model(x)
+        traces.append(rec.finish(out))
+        recs.append(rec)
+    assert recorder.host_constants_differ(traces[0], *recs) == ""

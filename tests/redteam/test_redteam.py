@@ -57,7 +57,13 @@ def test_honest_corpus_is_well_formed():
 # GPU front end and reads its TTIR (`kernelgym/judge/front_end.py`) the CPU does too: CPU = GPU. Strict, so
 # that fixing the rule makes these fail here until they are taken off the list.
 # Honest answers the judge still refuses, with the reason (strict: a fix makes the entry fail until removed).
-KNOWN_FALSE_FLAGS: dict[str, str] = {}
+KNOWN_FALSE_FLAGS: dict[str, str] = {
+    "l2_normalize_same_kernel_name_two_classes_v4j": "kernels are found by name in the answer's text: two "
+    "@triton.jit functions of one name (in two classes) are refused with a message asking for distinct names "
+    "(docs/ANSWER_CONTRACT.md)",
+    "relu_jit_function_constexpr_arg_v4j": "a @triton.jit function passed as a launch argument has no trace form "
+    "(docs/ANSWER_CONTRACT.md): refused with a message saying to call it by name",
+}
 GAP_SEED = 7
 
 
