@@ -40,7 +40,8 @@ BANS = """\
   attributes (`tl.load`) or by aliasing them (`F = torch.nn.functional`), never as values in lists,
   arguments or returns.
 - No torch.load/save/from_file/get_device_module, torch.cuda.cudart or custom allocators,
-  tl.inline_asm_elementwise or clock reads (globaltimer), `.tofile`/`.dump`/`.ctypes`/`.from_file`.
+  tl.inline_asm_elementwise or clock reads (globaltimer), `.tofile`/`.dump`/`.ctypes`/`.from_file`,
+  `.numpy`/`.untyped_storage`/`.storage`/`from_numpy`/`frombuffer` (memory shared outside torch).
 - Builtins: no exec, eval, compile, open, input, breakpoint, help, exit, quit, globals, locals, vars,
   __import__; getattr/setattr/delattr/hasattr only with a literal attribute name that is not a dunder
   (one idiom excepted: `d = torch.device(...)` first in a function, then `getattr(torch, d.type, None)`);
@@ -154,6 +155,11 @@ _BANNED_ATTRIBUTES = {
     "from_file": "maps a file into memory", "tofile": "writes a file", "dump": "writes a file",
     "ctypes": "reaches native memory and libraries", "load_library": "loads a native library",
     "inline_asm_elementwise": "runs raw PTX (any address, clocks)", "globaltimer": "reads a clock inside a kernel",
+    # A tensor over memory another tensor owns, made outside torch's operators (red-team v4k: the model's
+    # workspace passed off as a tensor built from host data).
+    "numpy": "reads and shares tensor memory outside torch", "from_numpy": "shares memory outside torch",
+    "frombuffer": "shares memory outside torch", "untyped_storage": "reaches a tensor's raw storage",
+    "storage": "reaches a tensor's raw storage",
 }  # fmt: skip
 _BANNED_BUILTINS = {
     "exec": "runs code from a string", "eval": "runs code from a string", "compile": "builds code from a string",

@@ -333,7 +333,11 @@ class Recorder(TorchDispatchMode):
 
     def _host_constant(self, t: torch.Tensor) -> None:
         """A tensor forward filled from host Python: state whose bytes are taken now, as built."""
-        if type(t) is torch.Tensor and _key(t) not in self._by_ptr and _key(t) not in self._inputs:
+        # Never memory the call did not build: `torch.as_tensor(self.ws.numpy())` hands `lift_fresh` the
+        # model's own workspace, and the flag would exempt it from RH-10 and from the state carried across
+        # trials (red-team v4k). (The capability scan refuses `.numpy()` and raw storages too.)
+        if (type(t) is torch.Tensor and _key(t) not in self._by_ptr and _key(t) not in self._inputs
+                and _key(t)[1] not in self._state):
             self._host.add(_key(t))
             self.ref(t)
 

@@ -103,9 +103,10 @@ class Trace:
         """This trace if it validates, else the most of it that does, with what was left out among its
         `unreplayable` reasons: the recorder's own trace goes through this before it leaves the child, so
         that every limit of `validate` is an `invalid_answer` the answer is told about, and a trace the
-        parent cannot parse means a forged one. (A record the parent refused as malformed was `crashed`
-        before any of its verdicts was read: one 17-dim allocation turned `cheat RH-01` into a crash,
-        red-team v4j.)"""
+        parent cannot parse means a forged one. What decides a verdict before the contract problems (the
+        torch operators, each output's buffer kind) survives every cut: a 17-dim allocation, a 17-dim
+        extra output or 1 MiB of host-built tensors once turned `cheat RH-01`/`RH-10` into a crash or an
+        `invalid_answer` (red-team v4j, v4k)."""
         try:
             self.validate()
             return self
@@ -114,25 +115,40 @@ class Trace:
         kept = Trace(buffers=[], entries=[], outputs=[], is_sequence=self.is_sequence,
                      torch_compute=self.torch_compute, host_reads=self.host_reads,
                      unreplayable=(self.unreplayable[:19] + problems))
-        try:  # the buffer table as a whole (count, host bytes), then each entry and the outputs on it
-            Trace(buffers=self.buffers, entries=[], outputs=[]).validate()
-        except TraceError:
-            return kept
-        entries = []
-        for i, e in enumerate(self.entries[:MAX_ENTRIES]):
+        buffers = self.buffers
+        if not _buffer_table_ok(buffers):
+            # Over the host bytes (the recorder named it): the flags go, the buffers stay plain state.
+            buffers = [{k: v for k, v in b.items() if k != "host"} if isinstance(b, dict) else b for b in buffers]
+        outputs = self.outputs if isinstance(self.outputs, list) else [self.outputs]
+        if not _buffer_table_ok(buffers):
+            # Too many buffers: only the outputs' own, renumbered, so their kinds still decide RH-10.
+            keep = sorted({r["buf"] for r in _refs(outputs) if isinstance(r, dict) and _int(r.get("buf"), 0)
+                           and r["buf"] < len(buffers)})
+            if len(keep) > MAX_BUFFERS:
+                return kept
+            number = {b: i for i, b in enumerate(keep)}
+            buffers = [buffers[b] for b in keep]
+            outputs = [_renumbered(o, number) for o in outputs]
+            if not _buffer_table_ok(buffers):
+                return kept
+            entries_in: list[Any] = []
+        else:
+            entries_in = self.entries[:MAX_ENTRIES]
+        kept.buffers = buffers
+        for i, e in enumerate(entries_in):
             try:
                 if not isinstance(e, dict):
                     raise TraceError(f"entry {i} is not a dict")
-                (self._check_launch if "launch" in e else self._check_aten)(i, e)
-                entries.append(e)
+                (kept._check_launch if "launch" in e else kept._check_aten)(i, e)
+                kept.entries.append(e)
             except (TraceError, KeyError, TypeError):
                 pass
-        outputs: Any = self.outputs
-        try:
-            self._check_value(outputs, "outputs")
-        except TraceError:
-            outputs = []
-        kept.buffers, kept.entries, kept.outputs = self.buffers, entries, outputs
+        for o in outputs:  # one at a time: a bad extra output must not hide a good one's kind
+            try:
+                kept._check_value(o, "outputs")
+                kept.outputs.append(o)
+            except (TraceError, KeyError, TypeError):
+                kept.outputs.append(None)
         try:
             kept.validate()
         except TraceError:
@@ -245,7 +261,10 @@ class Trace:
             written = _buffers(e["outs"]) | (_buffers(e["args"][:1]) if packet.endswith("_") else set())
             origin = e["aten"]
             if packet in COPIES:
-                sources = _buffers([*e["args"], *e["kwargs"].values()]) - written
+                # An empty source (a tail of no elements) carries nothing: `torch.cat([body, tail])`
+                # where the tail kernel had no work is a copy of the body (red-team v4k).
+                sources = {b for b in _buffers([*e["args"], *e["kwargs"].values()]) - written
+                           if self.buffers[b]["nbytes"]}
                 if all(made.get(b) == "kernel" for b in sources or written):
                     origin = "kernel"
             made.update(dict.fromkeys(written, origin))
@@ -335,6 +354,28 @@ class Trace:
 
     def kernels(self) -> list[str]:
         return sorted({e["launch"] for e in self.entries if "launch" in e})
+
+
+def _buffer_table_ok(buffers: Any) -> bool:
+    try:
+        Trace(buffers=buffers, entries=[], outputs=[]).validate()
+        return True
+    except TraceError:
+        return False
+
+
+def _renumbered(value: Any, number: dict[int, int]) -> Any:
+    """A trace value with its views' buffer numbers mapped through `number` (a view of a buffer not in it:
+    None, which the output check then leaves out)."""
+    if isinstance(value, list):
+        return [_renumbered(v, number) for v in value]
+    if isinstance(value, dict) and len(value) == 1:
+        (key, val), = value.items()
+        if key == "t" and isinstance(val, dict):
+            return {"t": val | {"buf": number[val["buf"]]}} if val.get("buf") in number else None
+        if key in ("tuple", "desc") and isinstance(val, list):
+            return {key: [_renumbered(v, number) for v in val]}
+    return value
 
 
 def _refs(value: Any) -> list[dict[str, Any]]:

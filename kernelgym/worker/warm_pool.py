@@ -253,7 +253,8 @@ class WarmPool:
 
 @contextlib.contextmanager
 def batch_pool(device: str, jobs: int, enabled: bool = True) -> Iterator[WarmPool | None]:
-    """A warm pool for a long batch of evaluations on the CPU (the corpus builder): two processes per
+    """A warm pool for a long batch of evaluations on the CPU (the corpus builder, `kernelgym run` and
+    `redteam`, the red-team tests): two processes per
     evaluation in flight, forked from a fork server, so each evaluation's answer and replay processes
     skip the interpreter start and the torch and triton imports. None (fresh spawns, as before) off the
     CPU, when `enabled` is false, or when this process already serves the device from a pool."""

@@ -80,8 +80,10 @@ BANNED = [
     ("ms = [torch]", "'torch' used as a value"),
     ("def f(m=tl):\n    return 1", "'tl' used as a value"),
     ("x = [1][0].sys", "'.sys'"),
-    ("x = torch.zeros(1).numpy().ctypes", "'.ctypes'"),
-    ("torch.zeros(1).numpy().tofile('/tmp/x')", "'.tofile'"),
+    ("x = torch.zeros(1).ctypes", "'.ctypes'"),
+    ("torch.zeros(1).tofile('/tmp/x')", "'.tofile'"),
+    ("x = torch.as_tensor(torch.zeros(1).numpy())", "'.numpy'"),  # red-team v4k: memory passed off as host data
+    ("x = torch.as_tensor(torch.zeros(1).untyped_storage())", "'.untyped_storage'"),
     ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 8)", "'.from_file'"),
     ("y = tl.inline_asm_elementwise", "inline_asm_elementwise"),
     ("exec('1')", "'exec'"),

@@ -575,8 +575,62 @@ def test_a_record_beyond_the_traces_limits_is_unreplayable_and_keeps_its_torch_c
     # too many host-built bytes: the whole buffer table is left out, still a valid record
     big = Trace(buffers=[{"kind": "state", "index": 0, "nbytes": 2 << 20, "host": True}], entries=[], outputs=[],
                 torch_compute=["aten.add.Tensor"]).within_limits()
-    big.validate()
-    assert big.buffers == [] and big.torch_compute == ["aten.add.Tensor"] and big.unreplayable
+    big.validate()  # the flags go (the recorder named the overflow), the buffer stays: its kind decides RH-10
+    assert big.buffers == [{"kind": "state", "index": 0, "nbytes": 2 << 20}]
+    assert big.torch_compute == ["aten.add.Tensor"] and big.unreplayable
+
+
+def _view(buf, n=4):
+    return {"t": {"buf": buf, "offset": 0, "size": [n], "stride": [1], "dtype": "float32"}}
+
+
+def test_cuts_keep_every_outputs_buffer_kind():
+    # Red-team v4k: an unused 17-dim extra output emptied every output, hiding a view of the model's state.
+    state = {"kind": "state", "index": 0, "nbytes": 16}
+    bad = {"t": {"buf": 0, "offset": 0, "size": [1] * 17, "stride": [1] * 17, "dtype": "float32"}}
+    cut = Trace(buffers=[state], entries=[], outputs=[_view(0), bad], is_sequence=True).within_limits()
+    assert cut.outputs == [_view(0), None] and cut.unreplayable
+    # Too many buffers: only the outputs' own are kept, renumbered.
+    many = [{"kind": "scratch", "index": 0, "nbytes": 16}] * 20_001 + [state]
+    cut = Trace(buffers=many, entries=[], outputs=[_view(20_001)]).within_limits()
+    cut.validate()
+    assert cut.buffers == [state] and cut.outputs == [_view(0)] and cut.entries == []
+
+
+def test_a_cat_with_an_empty_tail_is_a_copy_of_the_kernels_body():
+    buffers = [{"kind": "input", "index": 0, "nbytes": 16}, {"kind": "scratch", "index": 0, "nbytes": 16},
+               {"kind": "scratch", "index": 0, "nbytes": 0}, {"kind": "scratch", "index": 0, "nbytes": 16}]
+    empty = {"t": {"buf": 2, "offset": 0, "size": [0], "stride": [1], "dtype": "float32"}}
+    entries = [{"aten": "aten.empty.memory_format", "args": [[4]], "kwargs": {}, "outs": [_view(1)]},
+               {"aten": "aten.empty.memory_format", "args": [[0]], "kwargs": {}, "outs": [empty]},
+               {"launch": "k", "grid": [1, 1, 1], "args": [_view(0), _view(1)], "options": {}},
+               {"aten": "aten.cat.default", "args": [[_view(1), empty]], "kwargs": {}, "outs": [_view(3)]}]
+    trace = Trace(buffers=buffers, entries=entries, outputs=[_view(3)])
+    trace.validate()
+    assert trace.torch_made_outputs() == []
+    entries[0] = {"aten": "aten.zeros.default", "args": [[4]], "kwargs": {}, "outs": [_view(1)]}
+    entries[2]["args"] = [_view(0), _view(0)]  # the kernel never handed the body: the cat copies torch's zeros
+    assert Trace(buffers=buffers, entries=entries, outputs=[_view(3)]).torch_made_outputs() == ["aten.cat.default"]
+
+
+def test_the_models_own_memory_passed_off_as_host_data_is_not_flagged(tmp_path):
+    # Red-team v4k: `torch.as_tensor(self.ws.numpy())` hands lift_fresh the model's workspace; flagged, it
+    # escaped RH-10 and the state carried across trials.
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ws = torch.zeros(64)
+                self.s = torch.ones(4)
+
+            def forward(self, x):
+                out = torch.as_tensor(self.ws.numpy())
+                launch(x, self.s, out)
+                return out
+    """, "kg_v4k_numpy_ws")
+    trace, _ = _record(module, torch.randn(64))
+    (ref,) = [o["t"] for o in trace.outputs]
+    assert trace.buffers[ref["buf"]]["kind"] == "state" and not trace.buffers[ref["buf"]].get("host")
 
 
 def test_a_host_constant_built_from_input_values_differs_between_calls(tmp_path):
