@@ -7,7 +7,8 @@
 #          session's tf32 part judged 16 of the 37 before its deadline (all ok) and refused the gap file with the fit
 #   contract GPU FOLLOWUP_GPU_CONTRACT (1): the eighth session's judge changes: masked_fill_ is torch compute (the
 #          v4d, v4e, v4g exploits: cheat RH-01 at record time), the ok-expecting v4h file scored as passed, the
-#          whole RH-01/02/03 selection of the red-team corpus on the GPU
+#          whole RH-01/02/03 selection of the red-team corpus on the GPU; rounds v4i, v4j and v4k (the tenth session's
+#          judge changes, CPU-run only so far) and every honest answer under them
 #   cpu    GPU FOLLOWUP_GPU_CPU (2): the 40-answer bench with the host CPU seconds per evaluation and their start-up
 #          part (cpu_answer, cpu_replay, cpu_answer_startup, cpu_replay_startup in its phase table), JOBS (8) in
 #          flight, twice: KERNELGYM_TRITON_SEED=0 then 1 (the pool's first warm process's Triton cache copied into
@@ -108,7 +109,7 @@ contract() {
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_CONTRACT:-1}"
   timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only masked_fill --no-legit --no-compile-baseline \
     --json-out "$work/contract_masked_fill.jsonl" > "$work/contract_masked_fill.txt" 2>&1
-  for name in ghost_sabotaged v4h v4i; do  # v4i: the state carried across trials, the profile poison
+  for name in ghost_sabotaged v4h v4i v4j v4k; do  # v4i: the state carried across trials, the profile poison; v4j, v4k: the tenth session's rounds (CPU only until this runs)
     timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
       --json-out "$work/contract_$name.jsonl" > "$work/contract_$name.txt" 2>&1
   done
