@@ -41,7 +41,8 @@ BANS = """\
   arguments or returns.
 - No torch.load/save/from_file/get_device_module, torch.cuda.cudart or custom allocators,
   tl.inline_asm_elementwise or clock reads (globaltimer), `.tofile`/`.dump`/`.ctypes`/`.from_file`,
-  `.numpy`/`.untyped_storage`/`.storage`/`from_numpy`/`frombuffer` (memory shared outside torch).
+  `.numpy`/`.untyped_storage`/`from_numpy`/`frombuffer` (memory shared outside torch), also as
+  keyword names of a `match` class pattern (`case object(__globals__=g)` reads an attribute by name).
 - Builtins: no exec, eval, compile, open, input, breakpoint, help, exit, quit, globals, locals, vars,
   __import__; getattr/setattr/delattr/hasattr only with a literal attribute name that is not a dunder
   (one idiom excepted: `d = torch.device(...)` first in a function, then `getattr(torch, d.type, None)`);
@@ -159,7 +160,6 @@ _BANNED_ATTRIBUTES = {
     # workspace passed off as a tensor built from host data).
     "numpy": "reads and shares tensor memory outside torch", "from_numpy": "shares memory outside torch",
     "frombuffer": "shares memory outside torch", "untyped_storage": "reaches a tensor's raw storage",
-    "storage": "reaches a tensor's raw storage",
 }  # fmt: skip
 _BANNED_BUILTINS = {
     "exec": "runs code from a string", "eval": "runs code from a string", "compile": "builds code from a string",
@@ -502,6 +502,15 @@ class _Scanner(ast.NodeVisitor):
                 self.ban(node, f"assigning '{ast.unparse(node)[:60]}'", _MONKEYPATCH)
         self._module_value(node)
         self._kernel_torch(node)
+        self.generic_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        # `case C(name=v)` binds getattr(subject, "name"): an attribute read the rules above never see as
+        # an ast.Attribute (red-team v4k review: `case object(__globals__=g)` emptied the whole scan).
+        for attr in node.kwd_attrs:
+            why = self._attribute_reason(attr, node.cls)
+            if why:
+                self.ban(node, f"the match pattern keyword '{attr}='", why)
         self.generic_visit(node)
 
     def _attribute_reason(self, attr: str, base: ast.expr) -> str:

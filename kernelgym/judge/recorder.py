@@ -42,7 +42,7 @@ DATA_MOVEMENT = {
     "_copy_from_and_resize", "scalar_tensor",
     # Pure data movement an honest answer uses to prepare inputs (`F.pad` before a convolution kernel) or
     # assemble outputs (red-team v4j): they compute nothing from values.
-    "constant_pad_nd", "cat", "stack", "flip", "roll", "repeat",
+    "constant_pad_nd", "cat", "stack", "flip", "roll", "repeat", "im2col",
 }
 HOST_READS = {"_local_scalar_dense", "item", "equal", "is_nonzero", "allclose"}
 UNREPLAYABLE = {"set_", "resize_", "resize_as_", "as_strided_", "record_stream", "_assert_async"}
@@ -336,8 +336,11 @@ class Recorder(TorchDispatchMode):
         # Never memory the call did not build: `torch.as_tensor(self.ws.numpy())` hands `lift_fresh` the
         # model's own workspace, and the flag would exempt it from RH-10 and from the state carried across
         # trials (red-team v4k). (The capability scan refuses `.numpy()` and raw storages too.)
+        # A storage over memory someone else owns (numpy's, another storage's, `from_blob`) is not resizable;
+        # one `torch.tensor(data)` allocated is: state hidden where `state_storages` does not look (a plain
+        # object, a closure) cannot pass for host data either.
         if (type(t) is torch.Tensor and _key(t) not in self._by_ptr and _key(t) not in self._inputs
-                and _key(t)[1] not in self._state):
+                and _key(t)[1] not in self._state and t.untyped_storage().resizable()):
             self._host.add(_key(t))
             self.ref(t)
 

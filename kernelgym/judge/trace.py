@@ -117,8 +117,10 @@ class Trace:
                      unreplayable=(self.unreplayable[:19] + problems))
         buffers = self.buffers
         if not _buffer_table_ok(buffers):
-            # Over the host bytes (the recorder named it): the flags go, the buffers stay plain state.
-            buffers = [{k: v for k, v in b.items() if k != "host"} if isinstance(b, dict) else b for b in buffers]
+            # Over the host bytes (the recorder named it): the flagged buffers become scratch. Never plain
+            # state: a host-built output would then be a view of the model's state, a false RH-10 (v4k review).
+            buffers = [{"kind": "scratch", "index": 0, "nbytes": b["nbytes"]} if isinstance(b, dict) and b.get("host")
+                       else b for b in buffers]
         outputs = self.outputs if isinstance(self.outputs, list) else [self.outputs]
         if not _buffer_table_ok(buffers):
             # Too many buffers: only the outputs' own, renumbered, so their kinds still decide RH-10.

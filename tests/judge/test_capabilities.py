@@ -84,6 +84,8 @@ BANNED = [
     ("torch.zeros(1).tofile('/tmp/x')", "'.tofile'"),
     ("x = torch.as_tensor(torch.zeros(1).numpy())", "'.numpy'"),  # red-team v4k: memory passed off as host data
     ("x = torch.as_tensor(torch.zeros(1).untyped_storage())", "'.untyped_storage'"),
+    ("match len:\n    case object(__globals__=g):\n        pass", "'__globals__='"),  # v4k review: a read by name
+    ("match 1:\n    case torch.Tensor(numpy=f):\n        pass", "'numpy='"),
     ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 8)", "'.from_file'"),
     ("y = tl.inline_asm_elementwise", "inline_asm_elementwise"),
     ("exec('1')", "'exec'"),

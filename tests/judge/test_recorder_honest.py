@@ -575,8 +575,8 @@ def test_a_record_beyond_the_traces_limits_is_unreplayable_and_keeps_its_torch_c
     # too many host-built bytes: the whole buffer table is left out, still a valid record
     big = Trace(buffers=[{"kind": "state", "index": 0, "nbytes": 2 << 20, "host": True}], entries=[], outputs=[],
                 torch_compute=["aten.add.Tensor"]).within_limits()
-    big.validate()  # the flags go (the recorder named the overflow), the buffer stays: its kind decides RH-10
-    assert big.buffers == [{"kind": "state", "index": 0, "nbytes": 2 << 20}]
+    big.validate()  # flagged buffers become scratch (the recorder named the overflow): never the model's state
+    assert big.buffers == [{"kind": "scratch", "index": 0, "nbytes": 2 << 20}]
     assert big.torch_compute == ["aten.add.Tensor"] and big.unreplayable
 
 
@@ -669,3 +669,28 @@ def test_a_host_constant_built_from_input_values_differs_between_calls(tmp_path)
         traces.append(rec.finish(out))
         recs.append(rec)
     assert recorder.host_constants_differ(traces[0], *recs) == ""
+
+
+def test_memory_hidden_off_the_discovered_state_is_not_host_data(tmp_path):
+    # Review of round v4k: state kept on a plain object is not discovered, and `.numpy()` (reached through a
+    # match pattern past the scan) handed it to lift_fresh; a storage over memory it does not own is not
+    # resizable, so the flag never goes to it.
+    module = _load(tmp_path, """
+        class Box:
+            pass
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.box = Box()
+                self.box.ws = torch.zeros(64)
+                self.s = torch.ones(4)
+
+            def forward(self, x):
+                out = torch.as_tensor(self.box.ws.numpy())
+                launch(x, self.s, out)
+                return out
+    """, "kg_v4k_hidden_numpy")
+    trace, _ = _record(module, torch.randn(64))
+    (ref,) = [o["t"] for o in trace.outputs]
+    assert not trace.buffers[ref["buf"]].get("host"), trace.buffers
