@@ -42,7 +42,15 @@ BANS = """\
 - No torch.load/save/from_file/get_device_module, torch.cuda.cudart or custom allocators,
   tl.inline_asm_elementwise or clock reads (globaltimer), `.tofile`/`.dump`/`.ctypes`/`.from_file`,
   `.numpy`/`.untyped_storage`/`from_numpy`/`frombuffer` (memory shared outside torch), also as
-  keyword names of a `match` class pattern (`case object(__globals__=g)` reads an attribute by name).
+  keyword names of a `match` class pattern (`case object(__globals__=g)` reads an attribute by name);
+  no `.untyped`, `to_dlpack`/`from_dlpack`, `.mro`, `.packed_metadata` (a raw launch past the recorder),
+  `tl.str_to_ty`/`triton.aggregate` (they evaluate strings), no class attribute named like one of these.
+- Private attributes (`t._typed_storage()`) only where the answer binds the name itself (`self._cache`),
+  plus nn.Module's `_modules`/`_parameters`/`_buffers` and the tutorials' `compiled._init_handles()`.
+- `type(x)` only compared, formatted, passed to isinstance/issubclass or asked its `__name__`; no Enum
+  functional API (`Enum("E", names)`), no ABCMeta; `functools.wraps` only as `@functools.wraps(f)`;
+  no attribute set on a call's result (`lin().forward = f`). Defaults, annotations and decorators are
+  judged in the enclosing scope (`def f(exec=exec)` reads the builtin), and a `global` name is the module's.
 - Builtins: no exec, eval, compile, open, input, breakpoint, help, exit, quit, globals, locals, vars,
   __import__; getattr/setattr/delattr/hasattr only with a literal attribute name that is not a dunder
   (one idiom excepted: `d = torch.device(...)` first in a function, then `getattr(torch, d.type, None)`);
@@ -83,7 +91,7 @@ _NAMES: dict[str, frozenset[str]] = {
     "triton": frozenset({
         "jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language", "runtime", "tools",
         "JITFunction", "KernelInterface", "OutOfResources", "CompilationError", "TritonError", "reinterpret",
-        "TensorWrapper", "must_use_result", "constexpr_function", "aggregate", "set_allocator", "errors"}),
+        "TensorWrapper", "must_use_result", "constexpr_function", "set_allocator", "errors"}),
     "triton.runtime": frozenset({"driver", "autotune", "heuristics", "Config", "jit", "JITFunction", "Autotuner",
                                  "Heuristics", "KernelInterface", "OutOfResources", "errors"}),
     "triton.tools": frozenset({"tensor_descriptor"}),
@@ -99,7 +107,7 @@ _NAMES: dict[str, frozenset[str]] = {
                             "cmp_to_key", "partialmethod"}),
     "enum": frozenset({"Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "auto", "unique"}),
     "collections": frozenset({"namedtuple", "OrderedDict", "defaultdict", "deque", "Counter", "ChainMap", "abc"}),
-    "abc": frozenset({"ABC", "ABCMeta", "abstractmethod"}),
+    "abc": frozenset({"ABC", "abstractmethod"}),
     "warnings": frozenset({"warn", "filterwarnings", "simplefilter", "catch_warnings"}),
     "contextlib": frozenset({"contextmanager", "nullcontext", "suppress", "ExitStack"}),
     "__future__": frozenset({"annotations"}),
@@ -160,7 +168,18 @@ _BANNED_ATTRIBUTES = {
     # workspace passed off as a tensor built from host data).
     "numpy": "reads and shares tensor memory outside torch", "from_numpy": "shares memory outside torch",
     "frombuffer": "shares memory outside torch", "untyped_storage": "reaches a tensor's raw storage",
+    "untyped": "reaches a tensor's raw storage", "to_dlpack": "shares memory outside torch",
+    "from_dlpack": "shares memory outside torch",
+    # Review of round v4k (helper-29): string evaluation and raw launches inside allowed modules.
+    "str_to_ty": "evaluates part of its string argument", "aggregate": "evaluates string annotations",
+    "mro": "reaches base classes whose methods no judge hook wraps",
+    "packed_metadata": "launches a compiled kernel past the recorder",
 }  # fmt: skip
+# Private attributes of nn.Module that honest layer code reads (submodules, parameters, buffers).
+_PRIVATE_ALLOWED = frozenset({"_modules", "_parameters", "_buffers",
+                              "_init_handles"})  # the fused-softmax tutorial's occupancy idiom (then n_regs)
+# Enum's functional API builds a class from names given as data (dunders included); ABCMeta builds one too.
+_CLASS_FACTORIES = frozenset({"enum.Enum", "enum.IntEnum", "enum.Flag", "enum.IntFlag", "enum.StrEnum"})
 _BANNED_BUILTINS = {
     "exec": "runs code from a string", "eval": "runs code from a string", "compile": "builds code from a string",
     "open": "opens files", "input": "reads stdin", "breakpoint": "starts a debugger", "help": "starts a pager",
@@ -339,6 +358,9 @@ class _Scanner(ast.NodeVisitor):
                 self.annotations.update(id(n) for n in ast.walk(ann))
         self.aliases = _aliases(nodes)
         self.bound = _bound_names(nodes)
+        # Attribute names the answer sets or defines itself (`self._cache = ...`, a method `_launch`).
+        self.own_attributes = self.bound | {n.attr for n in nodes if isinstance(n, ast.Attribute)
+                                            and not isinstance(n.ctx, ast.Load)}
         self.in_kernel = False
         self.locals: dict[ast.AST, frozenset[str]] = {}
         self._find_kernels(tree, nodes)
@@ -388,6 +410,13 @@ class _Scanner(ast.NodeVisitor):
         for kw in node.keywords:
             self.ban(node, f"the class keyword '{kw.arg}='", "a metaclass changes how the class is built; derive "
                      "from nn.Module or a plain class")
+        for stmt in node.body:  # a field named `numpy` on a Tensor subclass hands out the bound method
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+                stmt, (ast.AnnAssign, ast.AugAssign)) else []
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in _BANNED_ATTRIBUTES:
+                    self.ban(t, f"the class attribute '{t.id}'", f"the name is that of an attribute that "
+                             f"{_BANNED_ATTRIBUTES[t.id]}")
         self.generic_visit(node)
 
     # -- imports ----------------------------------------------------------------------------------
@@ -437,6 +466,7 @@ class _Scanner(ast.NodeVisitor):
             elif name in (*_NAME_BUILTINS, "type") and not self._local(node):
                 self._name_builtin(node)
         self._module_value(node)
+        self._restricted(node)
         self._kernel_torch(node)
 
     def _name_builtin(self, node: ast.Name) -> None:
@@ -450,6 +480,8 @@ class _Scanner(ast.NodeVisitor):
         if node.id == "type":
             if len(args) != 1 or parent.keywords:
                 self.ban(node, "type() with more than one argument", "it builds classes at run time; write a class")
+            else:
+                self._type_result(parent)
             return
         if node.id == "getattr" and _device_module_idiom(parent, self.path, self.parents):
             return
@@ -475,14 +507,20 @@ class _Scanner(ast.NodeVisitor):
     def _local(self, node: ast.Name) -> bool:
         """Bound as a parameter or local of an enclosing function (module-level bindings may not run,
         so there the builtin shows through)."""
-        cur = self.parents.get(node)
+        prev, cur = node, self.parents.get(node)
         while cur is not None:
             if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                if cur not in self.locals:
-                    self.locals[cur] = _function_locals(cur)
-                if node.id in self.locals[cur]:
-                    return True
-            cur = self.parents.get(cur)
+                # Defaults, annotations and decorators run in the enclosing scope (`def f(exec=exec)` reads
+                # the builtin); only the body sees the function's own names (review of round v4k).
+                inside = prev is cur.body if isinstance(cur, ast.Lambda) else any(prev is b for b in cur.body)
+                if inside:
+                    if cur not in self.locals:
+                        self.locals[cur] = _function_locals(cur)
+                    if node.id in self.locals[cur]:
+                        return True
+                    if node.id in _declared_global(cur):
+                        return False
+            prev, cur = cur, self.parents.get(cur)
         return False
 
     # -- attributes ---------------------------------------------------------------------------------
@@ -496,11 +534,15 @@ class _Scanner(ast.NodeVisitor):
                 kind, what = _lookup(path)
                 if kind == "banned":
                     self.ban(node, f"'{ast.unparse(node)[:60]}'", f"it reaches {what}, outside the answer contract")
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and _rooted_at_call(node.value):
+            self.ban(node, f"assigning '{ast.unparse(node)[:60]}'", "an attribute set on what a call returned "
+                     "can patch a class or a module (lin().forward = f); bind the object to a name first")
         if isinstance(node.ctx, (ast.Store, ast.Del)) and self._rooted_at_module(node.value):
             path = self.path(node) or ""
             if not path.startswith("torch.backends."):
                 self.ban(node, f"assigning '{ast.unparse(node)[:60]}'", _MONKEYPATCH)
         self._module_value(node)
+        self._restricted(node)
         self._kernel_torch(node)
         self.generic_visit(node)
 
@@ -520,6 +562,11 @@ class _Scanner(ast.NodeVisitor):
             return "frames and code objects are introspection"
         if attr in _BANNED_ATTRIBUTES:
             return f"it {_BANNED_ATTRIBUTES[attr]}"
+        if (attr.startswith("_") and not _dunder(attr) and attr not in self.own_attributes
+                and attr not in _PRIVATE_ALLOWED and self.path(base) is None):  # (module paths: `_lookup`)
+            # torch's and triton's private instance attributes (`t._typed_storage()`, a storage's
+            # `_write_file`, `_new_shared_fd_cpu`) reach raw memory and file descriptors (review of round v4k)
+            return "private attributes of torch and triton objects are outside the contract"
         path = self.path(base)
         if attr in module_holder_names() and (path is None or _lookup(path)[0] != "module"):
             return f"'{attr}' names a module outside the contract in some allowed module"
@@ -551,6 +598,46 @@ class _Scanner(ast.NodeVisitor):
         if kind == "module" or (path in _DRIVER_PATHS and path not in _DRIVER_LEAVES):
             self.ban(node, f"the module '{ast.unparse(node)[:40]}' used as a value", "name its attributes "
                      "(tl.load) or alias it (F = torch.nn.functional)")
+
+    def _restricted(self, node: ast.Name | ast.Attribute) -> None:
+        """Allowed callables that read or write attributes named by data (review of round v4k)."""
+        if not isinstance(node.ctx, ast.Load):
+            return
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return  # judged as the longer path
+        path = self.path(node)
+        if path == "functools.wraps":
+            call = parent if isinstance(parent, ast.Call) and parent.func is node else None
+            owner = self.parents.get(call) if call is not None else None
+            if not (call is not None and len(call.args) == 1 and not call.keywords
+                    and not isinstance(call.args[0], ast.Starred)
+                    and isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    and any(d is call for d in owner.decorator_list)):
+                self.ban(node, "functools.wraps other than @functools.wraps(f)", "its assigned=/updated= read "
+                         "and write attributes named by strings, dunders included")
+        elif path in _CLASS_FACTORIES and isinstance(parent, ast.Call) and parent.func is node and (
+                len(parent.args) > 1 or parent.keywords):
+            self.ban(node, f"the functional API of {path}", "it builds a class from names given as data; "
+                     "write a class statement")
+
+    def _type_result(self, node: ast.Call) -> None:
+        """`type(x)` may be compared, passed to isinstance/issubclass or asked its name; anything else
+        (called with three arguments later, an attribute set on it, its `mro`) builds or patches classes."""
+        parent = self.parents.get(node)
+        if isinstance(parent, (ast.Compare, ast.FormattedValue)):  # compared, or formatted as text
+            return
+        if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+                and parent.func.id in ("str", "repr", "print", "format")):
+            return
+        if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in ("__name__", "__qualname__") \
+                and isinstance(parent.ctx, ast.Load):
+            return
+        if (isinstance(parent, ast.Call) and node in parent.args and isinstance(parent.func, ast.Name)
+                and parent.func.id in ("isinstance", "issubclass")):
+            return
+        self.ban(node, "type(x) used as a value", "compare it (type(x) is T), pass it to isinstance, or read "
+                 "its __name__")
 
     def _kernel_torch(self, node: ast.Name | ast.Attribute) -> None:
         if (self.in_kernel and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
@@ -680,6 +767,25 @@ def _annotations(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, ast.AnnAssign):
         return [node.annotation]
     return []
+
+
+def _rooted_at_call(node: ast.expr) -> bool:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return isinstance(node, ast.Call)
+
+
+def _declared_global(fn: ast.AST) -> frozenset[str]:
+    """Names `fn`'s own scope declares `global` (they resolve to the module, never an enclosing function)."""
+    names: set[str] = set()
+    todo = list(ast.iter_child_nodes(fn)) if not isinstance(fn, ast.Lambda) else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Global):
+            names.update(node.names)
+        if not isinstance(node, _SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
 
 
 def _function_locals(fn: ast.AST) -> frozenset[str]:
