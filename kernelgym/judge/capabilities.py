@@ -44,13 +44,14 @@ BANS = """\
   `.numpy`/`.untyped_storage`/`from_numpy`/`frombuffer` (memory shared outside torch), also as
   keyword names of a `match` class pattern (`case object(__globals__=g)` reads an attribute by name);
   no `.untyped`, `to_dlpack`/`from_dlpack`, `.mro`, `.packed_metadata` (a raw launch past the recorder),
-  `tl.str_to_ty`/`triton.aggregate` (they evaluate strings), no class attribute named like one of these.
-- Private attributes (`t._typed_storage()`) only where the answer binds the name itself (`self._cache`),
-  plus nn.Module's `_modules`/`_parameters`/`_buffers` and the tutorials' `compiled._init_handles()`.
-- `type(x)` only compared, formatted, passed to isinstance/issubclass or asked its `__name__`; no Enum
-  functional API (`Enum("E", names)`), no ABCMeta; `functools.wraps` only as `@functools.wraps(f)`;
-  no attribute set on a call's result (`lin().forward = f`). Defaults, annotations and decorators are
-  judged in the enclosing scope (`def f(exec=exec)` reads the builtin), and a `global` name is the module's.
+  `tl.str_to_ty`/`triton.aggregate` (they evaluate strings), no annotated class field named like these.
+- Private attributes (`t._typed_storage()`) only where the answer sets or defines the attribute itself
+  (`self._cache = ...`, a method `_launch`), plus nn.Module's `_modules`/`_parameters`/`_buffers`, namedtuple's
+  `_replace`/`_asdict`/`_fields`/`_make`, Enum's `_value_`/`_name_`, `_version`/`_base`/`_is_view`/`_get_name`
+  and the tutorials' `compiled._init_handles()`.
+- No `type(x)(name, bases, dict)`, no Enum functional API (`Enum("E", names)`), no ABCMeta;
+  `functools.wraps` only as `@functools.wraps(f)`. Defaults, annotations and decorators are judged in the
+  enclosing scope (`def f(exec=exec)` reads the builtin), and a `global` name is the module's.
 - Builtins: no exec, eval, compile, open, input, breakpoint, help, exit, quit, globals, locals, vars,
   __import__; getattr/setattr/delattr/hasattr only with a literal attribute name that is not a dunder
   (one idiom excepted: `d = torch.device(...)` first in a function, then `getattr(torch, d.type, None)`);
@@ -120,6 +121,8 @@ _DENIED_NAMES: dict[str, frozenset[str]] = {
                              "caching_allocator_alloc", "caching_allocator_delete"}),
     "torch.xpu": frozenset({"XPUPluggableAllocator", "change_current_allocator"}),
     "operator": frozenset({"attrgetter", "methodcaller"}),  # getattr by string, dunders included
+    # They evaluate strings: part of the argument, string annotations (review of round v4k).
+    "triton.language": frozenset({"str_to_ty", "aggregate"}),
 }
 # triton.runtime.driver is an object, not a module: only the device queries the tutorials use.
 _DRIVER_PATHS = frozenset({
@@ -170,14 +173,19 @@ _BANNED_ATTRIBUTES = {
     "frombuffer": "shares memory outside torch", "untyped_storage": "reaches a tensor's raw storage",
     "untyped": "reaches a tensor's raw storage", "to_dlpack": "shares memory outside torch",
     "from_dlpack": "shares memory outside torch",
-    # Review of round v4k (helper-29): string evaluation and raw launches inside allowed modules.
-    "str_to_ty": "evaluates part of its string argument", "aggregate": "evaluates string annotations",
+    # Review of round v4k (helper-29): raw launches and class internals.
     "mro": "reaches base classes whose methods no judge hook wraps",
     "packed_metadata": "launches a compiled kernel past the recorder",
 }  # fmt: skip
+# Banned attributes that hand out memory (a dataclass field of that name on a Tensor subclass reads them).
+_MEMORY_ATTRIBUTES = frozenset({"numpy", "from_numpy", "frombuffer", "untyped_storage", "untyped", "to_dlpack",
+                                "from_dlpack", "mro", "packed_metadata", "ctypes"})
 # Private attributes of nn.Module that honest layer code reads (submodules, parameters, buffers).
 _PRIVATE_ALLOWED = frozenset({"_modules", "_parameters", "_buffers",
-                              "_init_handles"})  # the fused-softmax tutorial's occupancy idiom (then n_regs)
+                              "_init_handles",  # the fused-softmax tutorial's occupancy idiom (then n_regs)
+                              "_replace", "_asdict", "_fields", "_make", "_field_defaults",  # namedtuple's API
+                              "_value_", "_name_",  # Enum members
+                              "_version", "_base", "_is_view", "_get_name"})  # read-only tensor/module facts
 # Enum's functional API builds a class from names given as data (dunders included); ABCMeta builds one too.
 _CLASS_FACTORIES = frozenset({"enum.Enum", "enum.IntEnum", "enum.Flag", "enum.IntFlag", "enum.StrEnum"})
 _BANNED_BUILTINS = {
@@ -359,8 +367,9 @@ class _Scanner(ast.NodeVisitor):
         self.aliases = _aliases(nodes)
         self.bound = _bound_names(nodes)
         # Attribute names the answer sets or defines itself (`self._cache = ...`, a method `_launch`).
-        self.own_attributes = self.bound | {n.attr for n in nodes if isinstance(n, ast.Attribute)
-                                            and not isinstance(n.ctx, ast.Load)}
+        self.own_attributes = frozenset(
+            {n.attr for n in nodes if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)}
+            | {name for n in nodes if isinstance(n, ast.ClassDef) for name in _class_body_names(n)})
         self.in_kernel = False
         self.locals: dict[ast.AST, frozenset[str]] = {}
         self._find_kernels(tree, nodes)
@@ -410,11 +419,10 @@ class _Scanner(ast.NodeVisitor):
         for kw in node.keywords:
             self.ban(node, f"the class keyword '{kw.arg}='", "a metaclass changes how the class is built; derive "
                      "from nn.Module or a plain class")
-        for stmt in node.body:  # a field named `numpy` on a Tensor subclass hands out the bound method
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
-                stmt, (ast.AnnAssign, ast.AugAssign)) else []
+        for stmt in node.body:  # a dataclass field `numpy` on a Tensor subclass hands out the bound method
+            targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
             for t in targets:
-                if isinstance(t, ast.Name) and t.id in _BANNED_ATTRIBUTES:
+                if isinstance(t, ast.Name) and t.id in _MEMORY_ATTRIBUTES:
                     self.ban(t, f"the class attribute '{t.id}'", f"the name is that of an attribute that "
                              f"{_BANNED_ATTRIBUTES[t.id]}")
         self.generic_visit(node)
@@ -480,8 +488,10 @@ class _Scanner(ast.NodeVisitor):
         if node.id == "type":
             if len(args) != 1 or parent.keywords:
                 self.ban(node, "type() with more than one argument", "it builds classes at run time; write a class")
-            else:
-                self._type_result(parent)
+            grand = self.parents.get(parent)
+            if isinstance(grand, ast.Call) and grand.func is parent and (len(grand.args) > 1 or grand.keywords):
+                self.ban(node, "calling type(x) with more than one argument", "type(int)('C', (), {...}) builds a "
+                         "class at run time; write a class")
             return
         if node.id == "getattr" and _device_module_idiom(parent, self.path, self.parents):
             return
@@ -534,9 +544,6 @@ class _Scanner(ast.NodeVisitor):
                 kind, what = _lookup(path)
                 if kind == "banned":
                     self.ban(node, f"'{ast.unparse(node)[:60]}'", f"it reaches {what}, outside the answer contract")
-        if isinstance(node.ctx, (ast.Store, ast.Del)) and _rooted_at_call(node.value):
-            self.ban(node, f"assigning '{ast.unparse(node)[:60]}'", "an attribute set on what a call returned "
-                     "can patch a class or a module (lin().forward = f); bind the object to a name first")
         if isinstance(node.ctx, (ast.Store, ast.Del)) and self._rooted_at_module(node.value):
             path = self.path(node) or ""
             if not path.startswith("torch.backends."):
@@ -620,24 +627,6 @@ class _Scanner(ast.NodeVisitor):
                 len(parent.args) > 1 or parent.keywords):
             self.ban(node, f"the functional API of {path}", "it builds a class from names given as data; "
                      "write a class statement")
-
-    def _type_result(self, node: ast.Call) -> None:
-        """`type(x)` may be compared, passed to isinstance/issubclass or asked its name; anything else
-        (called with three arguments later, an attribute set on it, its `mro`) builds or patches classes."""
-        parent = self.parents.get(node)
-        if isinstance(parent, (ast.Compare, ast.FormattedValue)):  # compared, or formatted as text
-            return
-        if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
-                and parent.func.id in ("str", "repr", "print", "format")):
-            return
-        if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in ("__name__", "__qualname__") \
-                and isinstance(parent.ctx, ast.Load):
-            return
-        if (isinstance(parent, ast.Call) and node in parent.args and isinstance(parent.func, ast.Name)
-                and parent.func.id in ("isinstance", "issubclass")):
-            return
-        self.ban(node, "type(x) used as a value", "compare it (type(x) is T), pass it to isinstance, or read "
-                 "its __name__")
 
     def _kernel_torch(self, node: ast.Name | ast.Attribute) -> None:
         if (self.in_kernel and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
@@ -769,10 +758,16 @@ def _annotations(node: ast.AST) -> list[ast.expr]:
     return []
 
 
-def _rooted_at_call(node: ast.expr) -> bool:
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return isinstance(node, ast.Call)
+def _class_body_names(node: ast.ClassDef) -> set[str]:
+    """Methods, nested classes and class attributes a class statement binds."""
+    names: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AnnAssign, ast.AugAssign)) else []
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
 
 
 def _declared_global(fn: ast.AST) -> frozenset[str]:

@@ -87,19 +87,19 @@ BANNED = [
     ("match len:\n    case object(__globals__=g):\n        pass", "'__globals__='"),  # v4k review: a read by name
     ("match 1:\n    case torch.Tensor(numpy=f):\n        pass", "'numpy='"),
     # review of round v4k (helper-29): each of these passed the scan
-    ("import triton\n@triton.aggregate\nclass A:\n    x: int", "'.aggregate'"),
-    ("import triton.language as tl\nt = tl.str_to_ty('fp32', None)", "'.str_to_ty'"),
+    ("import triton\n@triton.aggregate\nclass A:\n    x: int", "aggregate"),
+    ("import triton.language as tl\nt = tl.str_to_ty('fp32', None)", "str_to_ty"),
     ("import functools\ndef g():\n    pass\nfunctools.wraps(g, updated=('__dict__',))(g)", "functools.wraps"),
     ("def f(exec=exec):\n    return exec", "'exec'"),
     ("def f(x: vars(1) = 0):\n    return x", "'vars'"),
     ("def f():\n    exec = 1\n    def g():\n        global exec\n        exec('1')\n    return g", "'exec'"),
-    ("T = type(1)", "type(x) used as a value"),
+    ("C = type(1)('C', (), {})", "calling type(x) with more than one argument"),
     ("import enum\nE = enum.Enum('E', [('a', 1)])", "enum.Enum"),
     ("t = torch.zeros(1).storage().untyped()", "'.untyped'"),
     ("t = torch.from_dlpack(torch.zeros(1))", "from_dlpack"),
     ("m = torch.zeros(1).mro", "'.mro'"),
-    ("def lin():\n    return torch.nn.Linear\nlin().forward = 1", "bind the object to a name first"),
     ("class D:\n    numpy: int", "the class attribute 'numpy'"),
+    ("_typed_storage = 1\ns = torch.zeros(1)._typed_storage()", "private attributes"),  # a module name is not its own
     ("s = torch.zeros(1)._typed_storage()", "private attributes"),
     ("s = torch.UntypedStorage.from_file('/etc/passwd', False, 8)", "'.from_file'"),
     ("y = tl.inline_asm_elementwise", "inline_asm_elementwise"),
@@ -158,6 +158,11 @@ def test_each_banned_construct_is_one_violation_naming_it(snippet: str, needle: 
 
 
 ALLOWED = [
+    # honest idioms the review after round v4k found refused by the first form of its rules
+    "x = torch.zeros(1)\nm = 'unsupported {}'.format(type(x))\nH = {type(x): 1}\ny = H.get(type(x), 0)",
+    "import collections\nCfg = collections.namedtuple('Cfg', 'BLOCK WARPS')\nc = Cfg(1, 2)._replace(BLOCK=64)",
+    "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.aggregate = 'sum'",
+    "lin = nn.Linear(2, 2)\nnext(lin.parameters()).requires_grad = False\nv = lin.weight._version",
     "from torch._prims_common import is_boolean_dtype, is_integer_dtype, elementwise_dtypes",
     "import math, typing, dataclasses, functools, itertools, operator, numbers, enum, collections, abc, warnings",
     "from __future__ import annotations",
