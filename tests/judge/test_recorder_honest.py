@@ -633,33 +633,8 @@ def test_the_models_own_memory_passed_off_as_host_data_is_not_flagged(tmp_path):
     assert trace.buffers[ref["buf"]]["kind"] == "state" and not trace.buffers[ref["buf"]].get("host")
 
 
-def test_a_host_constant_built_from_input_values_differs_between_calls(tmp_path):
-    module = _load(tmp_path, """
-        class ModelNew(nn.Module):
-            def forward(self, x):
-                out = torch.empty_like(x)
-                launch(x, torch.tensor(x.tolist()[:4], device=x.device), out)
-                return out
-    """, "kg_v4j_tolist")
-    model = module.ModelNew()
-    recs, traces = [], []
-    for seed in (1, 2):
-        x = torch.randn(64, generator=torch.Generator().manual_seed(seed))
-        rec = recorder.Recorder([x], recorder.state_storages(model, vars(module)))
-        with torch.no_grad(), rec:
-            out = model(x)
-        traces.append(rec.finish(out))
-        recs.append(rec)
-    assert recorder.first_difference(*traces) == ""  # same launches, same layouts ...
-    assert "host data" in recorder.host_constants_differ(traces[0], *recs)  # ... other host-built values
-    # an honest constant is the same in both calls
-    module = _load(tmp_path, """
-        class ModelNew(nn.Module):
-            def forward(self, x):
-                out = torch.empty_like(x)
-                launch(x, torch.tensor([0.5, -1.0, 2.0, 0.25], device=x.device), out)
-                return out
-    """, "kg_v4j_const")
+def _two_recordings(module):
+    """Two recorded calls of one model on inputs of the same shape and other values: (traces, recorders)."""
     model, recs, traces = module.ModelNew(), [], []
     for seed in (1, 2):
         x = torch.randn(64, generator=torch.Generator().manual_seed(seed))
@@ -668,8 +643,27 @@ def test_a_host_constant_built_from_input_values_differs_between_calls(tmp_path)
             out = model(x)
         traces.append(rec.finish(out))
         recs.append(rec)
-    assert recorder.host_constants_differ(traces[0], *recs) == ""
+    return traces, recs
 
+
+def test_a_host_constant_built_from_input_values_differs_between_calls(tmp_path):
+    traces, recs = _two_recordings(_load(tmp_path, """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)
+                launch(x, torch.tensor(x.tolist()[:4], device=x.device), out)
+                return out
+    """, "kg_v4j_tolist"))
+    assert recorder.first_difference(*traces) == ""  # same launches, same layouts ...
+    assert "host data" in recorder.host_constants_differ(traces[0], *recs)  # ... other host-built values
+    traces, recs = _two_recordings(_load(tmp_path, """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)
+                launch(x, torch.tensor([0.5, -1.0, 2.0, 0.25], device=x.device), out)
+                return out
+    """, "kg_v4j_const"))
+    assert recorder.host_constants_differ(traces[0], *recs) == ""  # an honest constant is the same in both
 
 def test_memory_hidden_off_the_discovered_state_is_not_host_data(tmp_path):
     # Review of round v4k: state kept on a plain object is not discovered, and `.numpy()` (reached through a
