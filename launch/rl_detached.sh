@@ -11,7 +11,9 @@
 #   bash launch/rl_detached.sh follow    waits FOLLOW_SECONDS (or until the run ends), then sends back status.txt,
 #                                        logs.tgz (every log, the trainer states, the curve's CSV), rl_curve.png,
 #                                        followup.tgz when FOLLOWUP_TGZ names a file; FOLLOW_PARTS=1 adds rl_state/
-#                                        (the newest complete checkpoint as parts: adapter and optimizer state)
+#                                        (the newest complete checkpoint as parts: adapter and optimizer state);
+#                                        FOLLOW_SFT=1 adds sft_adapter/ and tasks.tgz once SFT is done (what a later
+#                                        machine needs to go on with RL: SFT_PARTS, TASKS_TGZ of rl_check.sh prepare)
 #   bash launch/rl_detached.sh start follow   both, in one call
 # env: DETACHED_SFT_SECONDS=900 DETACHED_RL_SECONDS=1500 (each stage's training time; a stage that has finished
 #      is not run again), SFT_ARGS RL_ARGS and the rest of rl_check.sh's, FOLLOW_SECONDS=540 (timeout_s 600);
@@ -83,6 +85,11 @@ follow() {
     [[ -f $f ]] && cp "$f" "$logs/sft.trainer_state.json"
   done
   [[ -n ${FOLLOWUP_TGZ:-} && -f $FOLLOWUP_TGZ ]] && cp "$FOLLOWUP_TGZ" "$out/"
+  if [[ ${FOLLOW_SFT:-0} == 1 ]]; then  # the SFT stage's own parts (2 x 16 MiB at most, a manifest) and tasks
+    local d="$work/detached_out"
+    if [[ -f $d/sft_adapter/manifest.json ]]; then cp -a "$d/sft_adapter" "$out/" && cp "$d/tasks.tgz" "$out/" 2>/dev/null
+    else say "follow: FOLLOW_SFT=1 but SFT has not sent its adapter yet"; fi
+  fi
   local evals; evals=$(cd runs 2>/dev/null && ls -d eval_lora_* 2>/dev/null)  # DETACHED_EVAL_GPU's, as far as it got
   [[ -n $evals ]] && tar czf "$out/evals.tgz" -C runs $evals
   {
