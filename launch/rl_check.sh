@@ -66,6 +66,8 @@ prepare() {  # here: what the calls carry, then the plan with each call's size
   fi
   # parts fetched from earlier calls (the files_at folders of their replies): SFT_PARTS, RL_PARTS, TASKS_TGZ
   mkdir -p .carry/in
+  # the machine's copy of the tree has no .git: its evals' run.json name this commit (KERNELGYM_COMMIT)
+  echo "$(git rev-parse HEAD)$([[ -n $(git status --porcelain --untracked-files=no) ]] && echo +dirty)" > .carry/in/commit.txt
   local pair var src; for pair in SFT_PARTS:sft_adapter RL_PARTS:rl_state; do
     var=${pair%%:*}; src=${!var:-}
     if [[ -n $src ]]; then
@@ -130,7 +132,8 @@ for d in sft_adapter rl_state; do
     rm -rf "$stash/in/$d"; cp -r ".carry/in/$d" "$stash/in/$d"  # new parts: restored below
   fi
 done
-for f in .carry/in/*.tgz; do [[ -f $f ]] && cp "$f" "$stash/in/"; done
+for f in .carry/in/*.tgz .carry/in/commit.txt; do [[ -f $f ]] && cp "$f" "$stash/in/"; done
+[[ -f $stash/in/commit.txt ]] && export KERNELGYM_COMMIT="$(cat "$stash/in/commit.txt")"  # prepare's commit, for run.json
 mkdir -p runs "$stash/kb_audit"
 if [[ -f $stash/in/tasks.tgz && ! -d runs/coldstart/tasks ]]; then tar xzf "$stash/in/tasks.tgz" -C runs || rc=1; fi
 if [[ -f $stash/in/kernelbench.tgz && ! -d runs/kernelbench ]]; then tar xzf "$stash/in/kernelbench.tgz" -C runs || rc=1; fi

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -37,16 +38,19 @@ def command_line(argv: list[str]) -> str:
 
 
 def git_commit(where: Path | None = None) -> dict[str, Any]:
-    """{"commit": the checkout's HEAD or "unknown", "dirty": uncommitted changes to tracked files (None: unknown)}."""
+    """{"commit": the checkout's HEAD or "unknown", "dirty": uncommitted changes to tracked files (None: unknown)}.
+
+    A copy of the tree without `.git` (a GPU machine's) takes the commit from `KERNELGYM_COMMIT`, "SHA" or
+    "SHA+dirty", which launch/rl_check.sh sets from what `prepare` recorded where the checkout was."""
     where = where or Path(__file__).resolve().parent
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
-            return {"commit": "unknown", "dirty": None}
+            return _commit_from_env()
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
                                 capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
-        return {"commit": "unknown", "dirty": None}
+        return _commit_from_env()
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
 
 
@@ -115,3 +119,11 @@ def _names_qwen_file(record: dict[str, Any]) -> bool:
     """Whether anything recorded (a base path, a config's source, a file's hash) points at the Qwen GGUF."""
     text = json.dumps(record)
     return QWEN_CODER_TIED_NAME in text or any(h in text for h in KNOWN_FILES)
+
+
+def _commit_from_env() -> dict[str, Any]:
+    recorded = os.environ.get("KERNELGYM_COMMIT", "").strip()
+    if not recorded:
+        return {"commit": "unknown", "dirty": None}
+    sha, _, flag = recorded.partition("+")
+    return {"commit": sha, "dirty": flag == "dirty", "commit_source": "KERNELGYM_COMMIT"}

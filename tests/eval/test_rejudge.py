@@ -9,7 +9,7 @@ import pytest
 
 from kernelgym.cli import main
 from kernelgym.eval import provenance
-from kernelgym.eval.provenance import QWEN_CODER_NOTE, QWEN_CODER_TIED_NAME, command_line, model_provenance
+from kernelgym.eval.provenance import QWEN_CODER_NOTE, QWEN_CODER_TIED_NAME, command_line, git_commit, model_provenance
 from tests.eval.conftest import RELU_OK
 
 pytestmark = pytest.mark.timeout(300)
@@ -98,3 +98,14 @@ def test_model_provenance_hashes_weights_and_names_the_qwen_gguf(tmp_path, monke
     (sft / "config.json").write_text(json.dumps({"_name_or_path": f"/tmp/carry/{QWEN_CODER_TIED_NAME}"}))
     assert model_provenance(str(sft), "transformers")["note"].startswith("derived from " + QWEN_CODER_NOTE)
     assert model_provenance("org/some-model", "transformers")["kind"] == "hub"
+
+
+def test_commit_of_a_tree_without_git_comes_from_what_prepare_recorded(tmp_path, monkeypatch):
+    # a GPU machine gets a copy of the tree without .git: the eval's run.json then names the commit that
+    # launch/rl_check.sh's prepare recorded, and says where the commit came from
+    monkeypatch.delenv("KERNELGYM_COMMIT", raising=False)
+    assert git_commit(tmp_path) == {"commit": "unknown", "dirty": None}
+    monkeypatch.setenv("KERNELGYM_COMMIT", "b5392dd0123+dirty")
+    assert git_commit(tmp_path) == {"commit": "b5392dd0123", "dirty": True, "commit_source": "KERNELGYM_COMMIT"}
+    monkeypatch.setenv("KERNELGYM_COMMIT", "b5392dd0123")
+    assert git_commit(tmp_path)["dirty"] is False
