@@ -76,10 +76,11 @@ cpu() {  # the same bench without and with the pool's Triton seed (kernelgym/wor
   done
 }
 
-tdot_list() {  # "task file" for every answer that calls tl.dot: built-in, external, honest
-  grep -l "tl.dot" data/answers/*.py | while read -r f; do echo "$(basename "$f" .py) $f"; done
+tdot_list() {  # "task file" for every answer that calls tl.dot: external and honest first (the ninth and eleventh
+  # sessions' deadlines cut the list after the built-ins, twice judged ok, and the same 10 were never reached)
   grep -l "tl.dot" tests/redteam/external/*.py tests/redteam/honest/*.py |
     while read -r f; do echo "$(sed -n 's/^# task: *//p' "$f" | head -1) $f"; done
+  grep -l "tl.dot" data/answers/*.py | while read -r f; do echo "$(basename "$f" .py) $f"; done
 }
 judge_list() {  # stdin: "task file" lines; stdout: "file status speedup message", TF32_JOBS at a time
   timeout "$(lim)" xargs -P "${TF32_JOBS:-4}" -L 1 sh -c \

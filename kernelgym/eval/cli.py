@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import os
 import shutil
 import sys
 import time
@@ -80,8 +81,10 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> None:
     j.add_argument("--task-timeout", type=float, default=120.0,
                    help="wall-clock limit of each task's audit (or preflight) child, s; a task over either limit is "
                         "a row of the report, not judged")
-    j.add_argument("--screen-jobs", type=int, default=1,
-                   help="tasks audited (or preflighted) at once, each in its own child (default 1)")
+    j.add_argument("--screen-jobs", type=int, default=None,
+                   help="tasks audited (or preflighted) at once, each in its own child (default: half the CPU cores, "
+                        "at most 8: one child takes ~5-9 s to start and run a reference on an H200, so 100 tasks "
+                        "one at a time took 15 minutes)")
     j.add_argument("--keep-degenerate", action="store_true",
                    help="count the tasks the audit flags in the headline metrics (default: flagged and left out)")
     o = e.add_argument_group("output")
@@ -113,6 +116,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if not args.model or not args.tasks:
         raise EvalError("kernelgym eval needs --model and --tasks (or --report-only --out DIR)")
+    if args.screen_jobs is None:
+        args.screen_jobs = min(8, max(1, (os.cpu_count() or 2) // 2))
     if args.screen_jobs < 1:
         raise EvalError("--screen-jobs must be at least 1")
     backend = pick_backend(args.model, args.backend, args.api_base)
