@@ -17,6 +17,8 @@ import importlib
 import importlib.util
 import inspect
 import io
+import re
+import string
 import tokenize
 import types
 from dataclasses import dataclass, field
@@ -49,7 +51,8 @@ BANS = """\
   (`self._cache = ...`, a method `_launch`), plus nn.Module's `_modules`/`_parameters`/`_buffers`, namedtuple's
   `_replace`/`_asdict`/`_fields`/`_make`, Enum's `_value_`/`_name_`, `_version`/`_base`/`_is_view`/`_get_name`
   and the tutorials' `compiled._init_handles()`.
-- No `type(x)(name, bases, dict)`, no Enum functional API (`Enum("E", names)`), no ABCMeta;
+- No `type(x)(name, bases, dict)`, no Enum functional API (`Enum("E", names)`) and no Enum without
+  members (the functional API extends any such Enum, the answer's own too), no ABCMeta;
   `functools.wraps` only as `@functools.wraps(f)`. Defaults, annotations and decorators are judged in the
   enclosing scope (`def f(exec=exec)` reads the builtin), and a `global` name is the module's.
 - Builtins: no exec, eval, compile, open, input, breakpoint, help, exit, quit, globals, locals, vars,
@@ -59,7 +62,8 @@ BANS = """\
 - No dunder attributes (`x.__class__`, `__dict__`, `__globals__`, `__closure__`, `__subclasses__`)
   except `__init__`, `__name__`, `__qualname__`, `__doc__`, `__version__`; no dunder names but
   `__name__`, `__all__`, `__doc__`, `__version__`, `__file__`; no frame, generator or code
-  attributes (`f_back`, `gi_frame`, `tb_frame`, `co_code`). Classes may define `__init__`,
+  attributes (`f_back`, `gi_frame`, `tb_frame`, `co_code`), also not through a format string's fields
+  (`"{0.gi_frame.f_back}".format(g)` reads them by name). Classes may define `__init__`,
   `__post_init__`, `__call__`, `__repr__`/`__str__`, comparison and container dunders only; no
   metaclasses.
 - No assignment to (or setattr/delattr on) modules or their classes and functions
@@ -346,6 +350,34 @@ def module_holder_names() -> frozenset[str]:
     return frozenset(names)
 
 
+def _format_field_attributes(text: str) -> list[str]:
+    """The attribute names the replacement fields of a format string read (`{0.a.b[1].c}`: a, b, c), nested
+    fields in format specs included; [] for text that is not a valid format string."""
+    found: list[str] = []
+    try:
+        fields = list(string.Formatter().parse(text))
+    except (ValueError, TypeError):
+        return found
+    for _, field, spec, _ in fields:
+        if field:
+            found += re.findall(r"\.([^.\[]+)", field)
+        if spec and "{" in spec:
+            found += _format_field_attributes(spec)
+    return found
+
+
+def _enum_members(node: ast.ClassDef) -> bool:
+    """Whether a class statement gives an Enum members (class-level names bound to values)."""
+    for stmt in node.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else (
+            [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else [])
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name) and not n.id.startswith("_"):
+                    return True
+    return False
+
+
 def _dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
@@ -419,6 +451,11 @@ class _Scanner(ast.NodeVisitor):
         for kw in node.keywords:
             self.ban(node, f"the class keyword '{kw.arg}='", "a metaclass changes how the class is built; derive "
                      "from nn.Module or a plain class")
+        if any(self.path(b) in _CLASS_FACTORIES for b in node.bases) and not _enum_members(node):
+            # Enum's functional API works on any Enum without members, the answer's own too (`class E(Enum):
+            # pass`, then `E("X", names)` builds a class with whatever names; scan review after round v4k)
+            self.ban(node, f"the Enum '{node.name}' without members", "an Enum without members can be extended "
+                     "from names given as data; give it its members in the class statement")
         for stmt in node.body:  # a dataclass field `numpy` on a Tensor subclass hands out the bound method
             targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
             for t in targets:
@@ -552,6 +589,17 @@ class _Scanner(ast.NodeVisitor):
         self._restricted(node)
         self._kernel_torch(node)
         self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # str.format and format_map read attributes named in the text: "{0.gi_frame.f_back.f_locals}".format(g)
+        # is an attribute read no ast.Attribute shows (scan review after round v4k). Each attribute a
+        # replacement field names goes through the attribute rules.
+        if not (isinstance(node.value, str) and "{" in node.value):
+            return
+        for attr in _format_field_attributes(node.value):
+            why = self._attribute_reason(attr, node)
+            if why:
+                self.ban(node, f"the format field attribute '.{attr}'", why)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         # `case C(name=v)` binds getattr(subject, "name"): an attribute read the rules above never see as

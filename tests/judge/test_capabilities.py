@@ -146,6 +146,10 @@ BANNED = [
     ("@triton.jit\ndef k(x_ptr):\n    y = torch.float32", "'torch' inside a @triton.jit kernel"),
     ("def f():\n    return np.zeros(1)", "undefined name 'np'"),
     ("import operator\ng = operator.attrgetter('__class__')", "operator.attrgetter"),
+    # the two constructs the scan review after round v4k left open (eleventh session)
+    ("def g():\n    yield 1\ns = '{0.gi_yieldfrom}'.format(g())", "format field attribute '.gi_yieldfrom'"),
+    ("s = '{0:{1.__class__}}'.format(1, 2)", "format field attribute '.__class__'"),
+    ("import enum\nclass E(enum.Enum):\n    pass", "Enum 'E' without members"),
 ]
 
 
@@ -183,6 +187,9 @@ ALLOWED = [
     "@triton.jit\ndef k(x_ptr):\n    pass\ncompiled = k.warmup(torch.empty(1), grid=(1,))\ncompiled._init_handles()\n"
     "r = compiled.n_regs",
     "if __name__ == '__main__':\n    print(torch.zeros(2))",
+    "x = torch.zeros(1)\nm = 'shape {0.shape} of {1} in {x.dtype}, {y[0]:>8.3f}'.format(x, 2, x=x, y=[3.0])",
+    "s = 'a dict {a: 1} and an unclosed { brace'",
+    "from enum import Enum, IntEnum\nclass Mode(Enum):\n    A = 1\n    B = 2\nclass K(IntEnum):\n    X: int = 1",
 ]
 
 
