@@ -8,7 +8,8 @@
 #   contract GPU FOLLOWUP_GPU_CONTRACT (1): the eighth session's judge changes: masked_fill_ is torch compute (the
 #          v4d, v4e, v4g exploits: cheat RH-01 at record time), the ok-expecting v4h file scored as passed, the
 #          whole RH-01/02/03 selection of the red-team corpus on the GPU; rounds v4i, v4j and v4k (the tenth session's
-#          judge changes, CPU-run only so far) and every honest answer under them
+#          judge changes; GPU-run in the eleventh) and every honest answer under them: honest-but-unusual and
+#          external first (LEGIT_JOBS, 6, one `kernelgym judge` each), then the built-in ones
 #   cpu    GPU FOLLOWUP_GPU_CPU (2): the 40-answer bench with the host CPU seconds per evaluation and their start-up
 #          part (cpu_answer, cpu_replay, cpu_answer_startup, cpu_replay_startup in its phase table), JOBS (8) in
 #          flight, twice: KERNELGYM_TRITON_SEED=0 then 1 (the pool's first warm process's Triton cache copied into
@@ -82,8 +83,8 @@ tdot_list() {  # "task file" for every answer that calls tl.dot: external and ho
     while read -r f; do echo "$(sed -n 's/^# task: *//p' "$f" | head -1) $f"; done
   grep -l "tl.dot" data/answers/*.py | while read -r f; do echo "$(basename "$f" .py) $f"; done
 }
-judge_list() {  # stdin: "task file" lines; stdout: "file status speedup message", TF32_JOBS at a time
-  timeout "$(lim)" xargs -P "${TF32_JOBS:-4}" -L 1 sh -c \
+judge_list() {  # stdin: "task file" lines; stdout: "file status speedup message", TF32_JOBS at a time; $1: cap (s)
+  timeout "$(lim "${1:-}")" xargs -P "${TF32_JOBS:-4}" -L 1 sh -c \
     '"$0" -m kernelgym.cli judge "$1" "$2" --device "$3" --no-compile-baseline --timeout 150 --json 2>/dev/null |
        "$0" -c "import json, sys; r = json.load(sys.stdin); print(sys.argv[1], r[\"status\"], r.get(\"speedup_eager\"), r[\"message\"][:160])" "$2" ||
      echo "$2 failed to judge"' "$py" < <(awk -v d="$dev" '{print $1, $2, d}')
@@ -116,10 +117,16 @@ contract() {
   done
   timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only RH-03 --no-legit --jobs 4 --no-compile-baseline \
     --json-out "$work/contract_rh03.jsonl" > "$work/contract_rh03.txt" 2>&1
-  # every honest answer (built-in, honest-but-unusual, external) under the state carried across trials, as far
-  # as the deadline goes (rows are written as they come)
-  timeout "$(lim 600)" "$py" -m kernelgym.cli redteam --device "$dev" --no-exploits --external --jobs 6 \
-    --no-compile-baseline --json-out "$work/contract_legit.jsonl" > "$work/contract_legit.txt" 2>&1
+  # every honest-but-unusual and real-world answer, then the built-in ones, as far as the deadline goes: the
+  # ninth and eleventh sessions' redteam runs judged the built-ins first and never reached the external corpus
+  for f in tests/redteam/honest/*.py tests/redteam/external/*.py; do
+    echo "$(sed -n 's/^# task: *//p' "$f" | head -1) $f"
+  done > "$work/contract_legit_list.txt"
+  TF32_JOBS="${LEGIT_JOBS:-6}" judge_list 600 < "$work/contract_legit_list.txt" > "$work/contract_legit.txt" 2>&1
+  echo "$(grep -c ' ok ' "$work/contract_legit.txt") of $(wc -l < "$work/contract_legit_list.txt") honest and external answers ok" \
+    >> "$work/contract_legit.txt"
+  timeout "$(lim 600)" "$py" -m kernelgym.cli redteam --device "$dev" --no-exploits --jobs 6 \
+    --no-compile-baseline --json-out "$work/contract_builtin.jsonl" > "$work/contract_builtin.txt" 2>&1
 }
 
 pids=()
