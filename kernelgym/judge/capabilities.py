@@ -35,26 +35,31 @@ BANS = """\
   `from __future__ import annotations`. No os, sys, subprocess,
   ctypes, gc, inspect, importlib, builtins, threading, multiprocessing, signal, socket, pickle, io,
   time, random, numpy, torch.utils, torch.jit, torch.ops, torch.library, torch.compile,
-  torch.profiler, triton.testing, triton.compile; no relative or `*` imports.
+  torch.profiler, torch.backends.xeon, triton.testing, triton.compile; no relative or `*` imports. An object
+  an allowed module re-exports from a banned one is that module (`torch.xpu.c_uint32` is ctypes,
+  `torch.cuda.amp.common.find_spec` importlib's, `triton.language.extra.spec` the import system's).
 - No names starting with `_` on torch or triton modules and classes (torch._C, torch._dynamo,
   torch.Tensor._make_subclass); no module reached through another module's attribute unless it is
   allowed itself (torch.os, typing.sys, enum.bltns are refused); use modules only by naming their
   attributes (`tl.load`) or by aliasing them (`F = torch.nn.functional`), never as values in lists,
   arguments or returns.
-- No torch.load/save/from_file/get_device_module, torch.cuda.cudart or custom allocators,
+- No torch.load/save/from_file/get_device_module, torch.CompilationUnit/ScriptFunction (TorchScript),
+  `.compile()` (torch.compile), set_default_tensor_type or `.type("dotted.name")` (they import by name),
+  process-wide hooks (`register_module_forward_hook`, `register_pytree_node`), torch.cuda.cudart or custom allocators,
   tl.inline_asm_elementwise or clock reads (globaltimer), `.tofile`/`.dump`/`.ctypes`/`.from_file`,
   `.numpy`/`.untyped_storage`/`from_numpy`/`frombuffer` (memory shared outside torch), also as
   keyword names of a `match` class pattern (`case object(__globals__=g)` reads an attribute by name);
   no `.untyped`, `to_dlpack`/`from_dlpack`, `.mro`, `.packed_metadata` (a raw launch past the recorder),
   `tl.str_to_ty`/`triton.aggregate` (they evaluate strings), no annotated class field named like these.
 - Private attributes (`t._typed_storage()`) only where the answer sets or defines the attribute itself
-  (`self._cache = ...`, a method `_launch`), plus nn.Module's `_modules`/`_parameters`/`_buffers`, namedtuple's
+  (`self._cache = ...`, a method `_launch`) and torch, triton and typing objects have none of that name, plus nn.Module's `_modules`/`_parameters`/`_buffers`, namedtuple's
   `_replace`/`_asdict`/`_fields`/`_make`, Enum's `_value_`/`_name_`, `_version`/`_base`/`_is_view`/`_get_name`
   and the tutorials' `compiled._init_handles()`.
 - No `type(x)(name, bases, dict)`, no Enum functional API (`Enum("E", names)`) and no Enum without
   members (the functional API extends any such Enum, the answer's own too), no ABCMeta;
-  `functools.wraps` only as `@functools.wraps(f)`. Defaults, annotations and decorators are judged in the
-  enclosing scope (`def f(exec=exec)` reads the builtin), and a `global` name is the module's.
+  `functools.wraps` only as `@functools.wraps(f)`; no `T = type(x)` called with several arguments. Defaults,
+  annotations and decorators are judged in the enclosing scope (`def f(exec=exec)` reads the builtin), a
+  `global` name is the module's, and a name a class body binds is read there from the module or builtins.
 - Builtins: no exec, eval, compile, open, input, breakpoint, help, exit, quit, globals, locals, vars,
   __import__; getattr/setattr/delattr/hasattr only with a literal attribute name that is not a dunder
   (one idiom excepted: `d = torch.device(...)` first in a function, then `getattr(torch, d.type, None)`);
@@ -67,8 +72,9 @@ BANS = """\
   `__post_init__`, `__call__`, `__repr__`/`__str__`, comparison and container dunders only; no
   metaclasses.
 - No assignment to (or setattr/delattr on) modules or their classes and functions
-  (`torch.allclose = ...`, `nn.Module.forward = ...`); torch.backends flags may be set but have no
-  effect on the judge, which replays your launches in another process.
+  (`torch.allclose = ...`, `nn.Module.forward = ...`), nor on `type(x)`, a name bound to it or a loop
+  variable over classes; torch.backends flags may be set but have no effect on the judge, which replays
+  your launches in another process.
 - Inside a @triton.jit kernel, no torch (it compiles only under the CPU interpreter).
 - A class named `Model` (the reference) is not part of an answer: define ModelNew only.
 - Allowed and judged at run time instead: try/except, lambdas, helper classes, dataclasses and
@@ -85,11 +91,13 @@ _MODULES = frozenset({
     "torch.autograd.function", "torch.autograd.grad_mode", "torch.linalg", "torch.fft", "torch.special",
     "torch.types", "torch.version", "torch.torch_version", "torch.random", "torch.functional",
     "torch.return_types", "torch.testing", "torch.xpu", "triton", "triton.runtime", "triton.tools",
-    "triton.tools.tensor_descriptor", "math", "typing", "dataclasses", "functools", "itertools", "operator",
+    "triton.tools.tensor_descriptor", "triton.runtime.autotuner", "triton.runtime.jit", "math", "typing",
+    "dataclasses", "functools", "itertools", "operator",
     "numbers", "enum", "collections", "collections.abc", "abc", "warnings", "contextlib", "__future__",
 })  # fmt: skip
 _SUBTREES = ("torch.nn.", "torch.backends", "torch.amp", "torch.cuda.amp", "triton.language")
-_BANNED_SUBTREES = ("torch.nn.parallel", "torch.nn.attention", "torch.backends._")
+_BANNED_SUBTREES = ("torch.nn.parallel", "torch.nn.attention", "torch.backends._",
+                    "torch.backends.xeon")  # run_cpu: a process launcher and ArgumentParser (scan review, session 11)
 # Names an allowed module may hand out. A module listed here gives only these; others give their
 # public names less `_DENIED_NAMES`.
 _NAMES: dict[str, frozenset[str]] = {
@@ -99,13 +107,16 @@ _NAMES: dict[str, frozenset[str]] = {
         "TensorWrapper", "must_use_result", "constexpr_function", "set_allocator", "errors"}),
     "triton.runtime": frozenset({"driver", "autotune", "heuristics", "Config", "jit", "JITFunction", "Autotuner",
                                  "Heuristics", "KernelInterface", "OutOfResources", "errors"}),
+    # the same objects under the modules that define them (real code imports them from there)
+    "triton.runtime.autotuner": frozenset({"autotune", "heuristics", "Config", "Autotuner", "Heuristics"}),
+    "triton.runtime.jit": frozenset({"jit", "JITFunction", "KernelInterface"}),
     "triton.tools": frozenset({"tensor_descriptor"}),
     "typing": frozenset({
         "Any", "Optional", "Union", "List", "Dict", "Tuple", "Set", "FrozenSet", "Sequence", "Mapping", "Callable",
         "Iterable", "Iterator", "Literal", "Final", "ClassVar", "NamedTuple", "TypedDict", "TypeVar", "Generic",
         "Protocol", "Type", "cast", "overload", "final", "TYPE_CHECKING", "Annotated", "Hashable", "Sized",
         "MutableMapping", "MutableSequence", "DefaultDict", "OrderedDict", "Deque", "Counter", "Self", "TypeAlias",
-        "NoReturn", "get_args", "get_origin"}),
+        "NoReturn", "get_args"}),  # not get_origin: get_origin(Type[int]) is `type` (scan review, session 11)
     "dataclasses": frozenset({"dataclass", "field", "fields", "asdict", "astuple", "replace", "is_dataclass",
                               "Field", "InitVar", "KW_ONLY", "MISSING", "FrozenInstanceError"}),
     "functools": frozenset({"lru_cache", "cache", "partial", "reduce", "wraps", "cached_property", "total_ordering",
@@ -120,7 +131,15 @@ _NAMES: dict[str, frozenset[str]] = {
 _DENIED_NAMES: dict[str, frozenset[str]] = {
     "torch": frozenset({"load", "save", "from_file", "compile", "get_device_module", "import_ir_module",
                         "import_ir_module_from_buffer", "PyTorchFileReader", "PyTorchFileWriter", "get_file_path",
-                        "prepare_multiprocessing_environment"}),
+                        "prepare_multiprocessing_environment",
+                        # torch.jit re-exported (TorchScript from a string reaches torch.ops), a dotted-name import
+                        "CompilationUnit", "ScriptFunction", "ScriptModule", "ScriptMethod", "set_default_tensor_type"}),
+    # hooks on every nn.Module call of the process: a global patch in effect
+    "torch.nn.modules.module": frozenset({
+        "register_module_forward_hook", "register_module_forward_pre_hook", "register_module_backward_hook",
+        "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+        "register_module_buffer_registration_hook", "register_module_module_registration_hook",
+        "register_module_parameter_registration_hook"}),
     "torch.cuda": frozenset({"cudart", "CUDAPluggableAllocator", "change_current_allocator",
                              "caching_allocator_alloc", "caching_allocator_delete"}),
     "torch.xpu": frozenset({"XPUPluggableAllocator", "change_current_allocator"}),
@@ -180,6 +199,12 @@ _BANNED_ATTRIBUTES = {
     # Review of round v4k (helper-29): raw launches and class internals.
     "mro": "reaches base classes whose methods no judge hook wraps",
     "packed_metadata": "launches a compiled kernel past the recorder",
+    "compile": "reaches torch.compile (nn.Module.compile)",
+    # process-wide registries: every nn.Module call of the process, the pytree flattening the harness uses
+    **{f"register_module_{hook}": "hooks every nn.Module of the process (a global patch)" for hook in (
+        "forward_hook", "forward_pre_hook", "backward_hook", "full_backward_hook", "full_backward_pre_hook",
+        "buffer_registration_hook", "module_registration_hook", "parameter_registration_hook")},
+    "register_pytree_node": "changes how every pytree of the process is flattened",
 }  # fmt: skip
 # Banned attributes that hand out memory (a dataclass field of that name on a Tensor subclass reads them).
 _MEMORY_ATTRIBUTES = frozenset({"numpy", "from_numpy", "frombuffer", "untyped_storage", "untyped", "to_dlpack",
@@ -298,6 +323,9 @@ def _lookup(path: str) -> tuple[str, object]:
                 continue
             if not _name_allowed(mod, part):
                 return "banned", f"'{mod}.{part}'"
+            origin = _banned_origin(value)
+            if origin:
+                return "banned", f"'{mod}.{part}' (an object of {origin})"
             obj, where = value, f"{mod}.{part}"
             continue
         if where.startswith("triton.runtime.driver"):
@@ -312,12 +340,43 @@ def _lookup(path: str) -> tuple[str, object]:
         except AttributeError:
             return "unknown", None
         where = f"{where}.{part}"
+        origin = _banned_origin(obj)
+        if origin:
+            return "banned", f"'{where}' (an object of {origin})"
         if isinstance(obj, types.ModuleType) and not module_allowed(obj.__name__):
             return "banned", f"the module {obj.__name__} (as {where})"
     return ("module" if isinstance(obj, types.ModuleType) else "object"), obj
 
 
 _MISSING = object()
+
+# Where an object an allowed module hands out comes from: a function or class re-exported from a module the
+# contract bans is that module (`torch.xpu.c_uint32` is ctypes, `torch.cuda.amp.common.find_spec` importlib's,
+# `triton.language.extra.spec` an import-system object: scan review, session 11).
+_BANNED_ORIGINS = ("ctypes", "_ctypes", "importlib", "_frozen_importlib", "_frozen_importlib_external", "zipimport",
+                   "argparse", "logging", "os", "posix", "posixpath", "sys", "subprocess", "_posixsubprocess",
+                   "inspect", "gc", "pickle", "_pickle", "io", "_io", "shutil", "pathlib", "socket", "_socket",
+                   "threading", "_thread", "multiprocessing", "signal", "runpy", "code", "codeop", "pdb", "bdb",
+                   "tempfile", "marshal", "builtins", "torch.jit", "torch.distributed.elastic", "torch.backends.xeon",
+                   "torch.hub", "torch.package", "torch.serialization", "torch.utils.cpp_extension")  # fmt: skip
+
+
+def _banned_origin(value: object) -> str:
+    """The banned module `value` comes from ('' if none): its own `__module__` for functions and classes,
+    its type's for other objects. Builtins (`builtins.len`) count only where a banned builtin's name is theirs."""
+    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        origin = getattr(value, "__module__", None)
+    else:
+        origin = type(value).__module__
+    if not isinstance(origin, str):
+        return ""
+    if origin == "builtins":
+        name = getattr(value, "__name__", "")
+        return "builtins" if isinstance(value, types.BuiltinFunctionType) and name in _BANNED_BUILTINS else ""
+    for banned in _BANNED_ORIGINS:
+        if banned != "builtins" and (origin == banned or origin.startswith(banned + ".")):
+            return origin
+    return ""
 
 
 def _find_spec(name: str) -> bool:
@@ -350,6 +409,37 @@ def module_holder_names() -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.cache
+def foreign_private_names() -> frozenset[str]:
+    """Private (`_x`, not dunder) attribute names of the classes an answer can reach: those of the allowed
+    modules, the tensor and storage classes, typing's forward references and aliases, Triton's kernels."""
+    import typing
+
+    classes: set[type] = {typing.ForwardRef, type(typing.List[int]), type(typing.Union[int, str]), functools.partial}
+    seen: set[str] = set()
+    todo = [importlib.import_module(m) for m in ("torch", "torch.nn", "torch.nn.functional", "torch.cuda",
+                                                  "torch.autograd", "triton", "triton.runtime", "triton.language",
+                                                  "typing", "dataclasses", "functools", "enum", "collections")]
+    while todo:
+        mod = todo.pop()
+        if mod.__name__ in seen:
+            continue
+        seen.add(mod.__name__)
+        for value in list(vars(mod).values()):
+            if isinstance(value, type):
+                classes.add(value)
+            elif isinstance(value, types.ModuleType) and module_allowed(value.__name__) and (
+                    value.__name__.split(".")[0] in ("torch", "triton")):
+                todo.append(value)
+    for path in ("torch.UntypedStorage", "torch.TypedStorage", "triton.compiler.CompiledKernel"):
+        try:
+            mod_name, cls_name = path.rsplit(".", 1)
+            classes.add(getattr(importlib.import_module(mod_name), cls_name))
+        except (ImportError, AttributeError):
+            pass
+    return frozenset(name for cls in classes for name in dir(cls) if name.startswith("_") and not _dunder(name))
+
+
 def _format_field_attributes(text: str) -> list[str]:
     """The attribute names the replacement fields of a format string read (`{0.a.b[1].c}`: a, b, c), nested
     fields in format specs included; [] for text that is not a valid format string."""
@@ -378,6 +468,12 @@ def _enum_members(node: ast.ClassDef) -> bool:
     return False
 
 
+def _type_call(node: ast.AST) -> bool:
+    """`type(x)`: the class of a value (the builtin, called with one argument)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+            and len(node.args) == 1)
+
+
 def _dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
@@ -404,7 +500,31 @@ class _Scanner(ast.NodeVisitor):
             | {name for n in nodes if isinstance(n, ast.ClassDef) for name in _class_body_names(n)})
         self.in_kernel = False
         self.locals: dict[ast.AST, frozenset[str]] = {}
+        self.shadowing: dict[ast.AST, frozenset[str]] = {}
+        self.class_names = self._class_valued_names(nodes)
+        self.type_names = frozenset(n.targets[0].id for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
+                                    and isinstance(n.targets[0], ast.Name) and _type_call(n.value))
         self._find_kernels(tree, nodes)
+
+    def _class_valued_names(self, nodes: list[ast.AST]) -> frozenset[str]:
+        """Names that hold a class the answer did not write: `T = type(x)`, `M = type(int)`, a loop variable
+        over classes named by path (`for cls in (nn.Linear,)`). Storing attributes on them patches torch
+        (`type(x).add = f`), and calling them with three arguments builds classes (scan review, session 11)."""
+        names: set[str] = set()
+        for node in nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if _type_call(node.value):
+                    names.add(node.targets[0].id)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.target, ast.Name):
+                items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)) else []
+                if items and all(_type_call(e) or self.path(e) is not None for e in items):
+                    names.add(node.target.id)
+        return frozenset(names)
+
+    def _class_valued(self, node: ast.expr) -> bool:
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return _type_call(node) or isinstance(node, ast.Name) and node.id in self.class_names
 
     def ban(self, node: ast.AST, what: str, why: str) -> None:
         self.violations.append(f"line {getattr(node, 'lineno', 0)}: {what} is not allowed: {why}")
@@ -496,6 +616,11 @@ class _Scanner(ast.NodeVisitor):
     # -- names --------------------------------------------------------------------------------------
     def visit_Name(self, node: ast.Name) -> None:
         name = node.id
+        parent = self.parents.get(node)
+        if (name in self.type_names and isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Call)
+                and parent.func is node and (len(parent.args) > 1 or parent.keywords)):
+            self.ban(node, f"calling '{name}' (a type(...)) with more than one argument",
+                     "type(int)('C', (), {...}) builds a class at run time; write a class statement")
         if _dunder(name):
             if name not in _DUNDER_NAMES or (isinstance(node.ctx, (ast.Store, ast.Del)) and name not in (
                     "__all__", "__doc__", "__version__", "__slots__")):
@@ -542,7 +667,7 @@ class _Scanner(ast.NodeVisitor):
         why = self._attribute_reason(name, args[0])
         if why:
             self.ban(node, f"{node.id}(..., '{name}')", why)
-        elif node.id in ("setattr", "delattr") and self._rooted_at_module(args[0]):
+        elif node.id in ("setattr", "delattr") and (self._rooted_at_module(args[0]) or self._class_valued(args[0])):
             self.ban(node, f"{node.id}() on '{ast.unparse(args[0])[:40]}'", _MONKEYPATCH)
         elif node.id == "getattr":
             kind, what = self._resolve(args[0], name)
@@ -556,6 +681,12 @@ class _Scanner(ast.NodeVisitor):
         so there the builtin shows through)."""
         prev, cur = node, self.parents.get(node)
         while cur is not None:
+            if (isinstance(cur, ast.ClassDef) and any(prev is b for b in cur.body)
+                    and node.id in _class_body_names(cur)):
+                # A name a class body binds is read there from the class namespace, then the module, then
+                # builtins: never from the enclosing function (`exec = None` in f, then `class C: e = exec;
+                # exec = 1` hands out the builtin; scan review, session 11).
+                return False
             if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 # Defaults, annotations and decorators run in the enclosing scope (`def f(exec=exec)` reads
                 # the builtin); only the body sees the function's own names (review of round v4k).
@@ -572,6 +703,12 @@ class _Scanner(ast.NodeVisitor):
 
     # -- attributes ---------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        parent = self.parents.get(node)
+        if (node.attr == "__class__" and isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Attribute)
+                and parent.value is node and parent.attr in ("__name__", "__qualname__")
+                and isinstance(parent.ctx, ast.Load)):
+            self.generic_visit(node)  # `self.__class__.__name__` (extra_repr) is a string, nothing more
+            return
         why = self._attribute_reason(node.attr, node.value)
         if why:
             self.ban(node, f"'.{node.attr}'", why)
@@ -581,7 +718,10 @@ class _Scanner(ast.NodeVisitor):
                 kind, what = _lookup(path)
                 if kind == "banned":
                     self.ban(node, f"'{ast.unparse(node)[:60]}'", f"it reaches {what}, outside the answer contract")
-        if isinstance(node.ctx, (ast.Store, ast.Del)) and self._rooted_at_module(node.value):
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and self._class_valued(node.value):
+            self.ban(node, f"assigning '{ast.unparse(node)[:60]}'", "it changes a class the answer did not write "
+                     "(type(x), or a loop over classes): monkeypatching; keep your settings in your own objects")
+        elif isinstance(node.ctx, (ast.Store, ast.Del)) and self._rooted_at_module(node.value):
             path = self.path(node) or ""
             if not path.startswith("torch.backends."):
                 self.ban(node, f"assigning '{ast.unparse(node)[:60]}'", _MONKEYPATCH)
@@ -601,6 +741,15 @@ class _Scanner(ast.NodeVisitor):
             if why:
                 self.ban(node, f"the format field attribute '.{attr}'", why)
 
+    def visit_Call(self, node: ast.Call) -> None:
+        # Tensor/storage `.type("a.b")` imports the dotted name's module and reads its attribute (scan review,
+        # session 11): use `.to(dtype)`; `.type(torch.float16)` stays fine.
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "type" and any(
+                isinstance(a, ast.Constant) and isinstance(a.value, str)
+                for a in [*node.args, *(k.value for k in node.keywords)]):
+            self.ban(node, "'.type(...)' with a string", "it imports the module the string names; use .to(dtype)")
+        self.generic_visit(node)
+
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         # `case C(name=v)` binds getattr(subject, "name"): an attribute read the rules above never see as
         # an ast.Attribute (red-team v4k review: `case object(__globals__=g)` emptied the whole scan).
@@ -617,13 +766,19 @@ class _Scanner(ast.NodeVisitor):
             return "frames and code objects are introspection"
         if attr in _BANNED_ATTRIBUTES:
             return f"it {_BANNED_ATTRIBUTES[attr]}"
-        if (attr.startswith("_") and not _dunder(attr) and attr not in self.own_attributes
-                and attr not in _PRIVATE_ALLOWED and self.path(base) is None):  # (module paths: `_lookup`)
+        if (attr.startswith("_") and not _dunder(attr) and attr not in _PRIVATE_ALLOWED
+                and (attr not in self.own_attributes or attr in foreign_private_names())
+                and self.path(base) is None):  # (module paths: `_lookup`)
             # torch's and triton's private instance attributes (`t._typed_storage()`, a storage's
-            # `_write_file`, `_new_shared_fd_cpu`) reach raw memory and file descriptors (review of round v4k)
-            return "private attributes of torch and triton objects are outside the contract"
+            # `_write_file`, `_new_shared_fd_cpu`) reach raw memory and file descriptors (review of round v4k).
+            # The answer's own `_x` is fine unless torch, triton or typing objects have one of that name: a
+            # dummy `def _typed_storage` made `t._typed_storage()` the answer's own (scan review, session 11).
+            return "private attributes of torch and triton objects are outside the contract" + (
+                f" (torch, triton or typing objects have a '{attr}': name yours otherwise)"
+                if attr in self.own_attributes else "")
         path = self.path(base)
-        if attr in module_holder_names() and (path is None or _lookup(path)[0] != "module"):
+        if (attr in module_holder_names() and attr not in _BUILTIN_TYPE_ATTRIBUTES
+                and (path is None or _lookup(path)[0] != "module")):  # `d.copy()` is a dict's, not `copy`
             return f"'{attr}' names a module outside the contract in some allowed module"
         return ""
 
@@ -678,7 +833,7 @@ class _Scanner(ast.NodeVisitor):
 
     def _kernel_torch(self, node: ast.Name | ast.Attribute) -> None:
         if (self.in_kernel and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-                and self.aliases.get(node.id, "").split(".")[0] == "torch"):
+                and (self.path(node) or "").split(".")[0] == "torch"):
             self.ban(node, f"'{node.id}' inside a @triton.jit kernel", "torch compiles only under the CPU "
                      "interpreter; use triton.language (tl.float32, tl.exp, ...)")
 
@@ -688,9 +843,34 @@ class _Scanner(ast.NodeVisitor):
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if not isinstance(node, ast.Name) or node.id not in self.aliases:
+        if not isinstance(node, ast.Name) or node.id not in self.aliases or self._shadowed(node):
             return None
         return ".".join([self.aliases[node.id], *reversed(parts)])
+
+    def _shadowed(self, node: ast.Name) -> bool:
+        """A parameter or plain local of the innermost function that shares an import alias's name (a kernel
+        parameter `F` beside `import torch.nn.functional as F`, Liger-Kernel's parameter `operator`): not the
+        module. A local that the function itself binds to a module path or imports stays the alias."""
+        prev, cur = node, self.parents.get(node)
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            prev, cur = cur, self.parents.get(cur)
+        if cur is None or not (prev is cur.body if isinstance(cur, ast.Lambda) else any(prev is b for b in cur.body)):
+            return False
+        if cur not in self.shadowing:
+            own = _function_locals(cur)
+            aliased = set()
+            for n in ast.walk(cur):
+                if isinstance(n, (ast.Import, ast.ImportFrom)):
+                    aliased.update((a.asname or a.name).split(".")[0] for a in n.names)
+                elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                    value = n.value
+                    while isinstance(value, (ast.Attribute, ast.Subscript)):
+                        value = value.value
+                    if value is not None and isinstance(value, ast.Name) and value.id in self.aliases:
+                        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                        aliased.update(t.id for tg in targets for t in ast.walk(tg) if isinstance(t, ast.Name))
+            self.shadowing[cur] = frozenset(own - aliased - _declared_global(cur))
+        return node.id in self.shadowing[cur]
 
 
 _ALLOWED_IMPORTS = ("; allowed: torch (nn, nn.functional, nn.init, cuda, backends, autograd, amp, linalg, fft, "
@@ -771,6 +951,10 @@ def _jit_target(call: ast.Call, path) -> str | None:  # noqa: ANN001
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+# Methods of the builtin containers and scalars: `nargs.copy()` in an autotune pre-hook is a dict's copy, not the
+# `copy` module some allowed module holds under that name (a false flag found in the scan review, session 11).
+_BUILTIN_TYPE_ATTRIBUTES = frozenset(name for t in (dict, list, set, frozenset, tuple, str, bytes, int, float)
+                                     for name in dir(t) if not name.startswith("_"))
 
 
 def _bound_names(nodes: list[ast.AST]) -> frozenset[str]:

@@ -150,6 +150,22 @@ BANNED = [
     ("def g():\n    yield 1\ns = '{0.gi_yieldfrom}'.format(g())", "format field attribute '.gi_yieldfrom'"),
     ("s = '{0:{1.__class__}}'.format(1, 2)", "format field attribute '.__class__'"),
     ("import enum\nclass E(enum.Enum):\n    pass", "Enum 'E' without members"),
+    # the scan review of the eleventh session (helper-31): each passed the scan before
+    ("def f():\n    exec = None\n    class C:\n        e = exec\n        exec = 1\n    return C.e", "the builtin 'exec'"),
+    ("import torch.cuda.amp.common as c\ns = c.find_spec('os')", "(an object of importlib.util)"),
+    ("p = torch.xpu.c_uint32", "(an object of ctypes)"),
+    ("s = tl.extra.spec", "(an object of _frozen_importlib)"),
+    ("import torch.backends.xeon.run_cpu as rc", "torch.backends.xeon.run_cpu"),
+    ("class H:\n    def _typed_storage(self):\n        pass\ns = torch.ones(1)._typed_storage()", "'._typed_storage'"),
+    ("T = type(torch.ones(1))\nT.add = print", "assigning 'T.add'"),
+    ("setattr(type(torch.ones(1)), 'add', print)", "setattr() on 'type(torch.ones(1))'"),
+    ("for cls in (nn.Linear,):\n    cls.forward = print", "assigning 'cls.forward'"),
+    ("M = type(int)\nC = M('C', (), {})", "calling 'M'"),
+    ("import typing\nT = typing.get_origin(typing.Type[int])", "typing.get_origin"),
+    ("m = nn.Linear(2, 2)\nm.compile()", "'.compile'"),
+    ("cu = torch.CompilationUnit('')", "torch.CompilationUnit"),
+    ("from torch.nn.modules.module import register_module_forward_hook", "register_module_forward_hook"),
+    ("torch.set_default_tensor_type('os.system')", "set_default_tensor_type"),
 ]
 
 
@@ -190,6 +206,15 @@ ALLOWED = [
     "x = torch.zeros(1)\nm = 'shape {0.shape} of {1} in {x.dtype}, {y[0]:>8.3f}'.format(x, 2, x=x, y=[3.0])",
     "s = 'a dict {a: 1} and an unclosed { brace'",
     "from enum import Enum, IntEnum\nclass Mode(Enum):\n    A = 1\n    B = 2\nclass K(IntEnum):\n    X: int = 1",
+    # false flags the scan review of the eleventh session found
+    "def pre_hook(nargs):\n    args = nargs.copy()\n    return args\ns = list(torch.ones(2).shape).copy()",
+    "import torch.nn.functional as F\n@triton.jit\ndef k(x_ptr, F, BLOCK: tl.constexpr):\n    o = tl.arange(0, BLOCK)\n"
+    "    tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < F), mask=o < F)\ndef run(x):\n    N, F = x.shape\n"
+    "    k[(N,)](x, F, BLOCK=triton.next_power_of_2(F))",
+    "import operator\ndef compare(a, operator, b):\n    return operator(a, b)\nOK = compare(1, operator.ge, 2)",
+    "from triton.runtime.autotuner import autotune\nfrom triton.runtime.jit import JITFunction",
+    "class M(nn.Module):\n    def extra_repr(self):\n        return self.__class__.__name__",
+    "for L in (nn.Linear,):\n    m = L(4, 4)",
 ]
 
 
