@@ -43,8 +43,10 @@ BANS = """\
   allowed itself (torch.os, typing.sys, enum.bltns are refused); use modules only by naming their
   attributes (`tl.load`) or by aliasing them (`F = torch.nn.functional`), never as values in lists,
   arguments or returns.
-- No torch.load/save/from_file/get_device_module, torch.CompilationUnit/ScriptFunction (TorchScript),
-  `.compile()` (torch.compile), set_default_tensor_type or `.type("dotted.name")` (they import by name),
+- No torch.load/save/from_file/get_device_module, torch.CompilationUnit/ScriptFunction/parse_ir/fork
+  (TorchScript), `.compile()` calls (torch.compile), `.storage()` and the typed storages (TypedStorage,
+  FloatStorage, ...), set_default_tensor_type or `.type("dotted.name")` (they import by name; the legacy
+  "torch.cuda.HalfTensor" names are fine),
   process-wide hooks (`register_module_forward_hook`, `register_pytree_node`), torch.cuda.cudart or custom allocators,
   tl.inline_asm_elementwise or clock reads (globaltimer), `.tofile`/`.dump`/`.ctypes`/`.from_file`,
   `.numpy`/`.untyped_storage`/`from_numpy`/`frombuffer` (memory shared outside torch), also as
@@ -52,12 +54,16 @@ BANS = """\
   no `.untyped`, `to_dlpack`/`from_dlpack`, `.mro`, `.packed_metadata` (a raw launch past the recorder),
   `tl.str_to_ty`/`triton.aggregate` (they evaluate strings), no annotated class field named like these.
 - Private attributes (`t._typed_storage()`) only where the answer sets or defines the attribute itself
-  (`self._cache = ...`, a method `_launch`) and torch, triton and typing objects have none of that name, plus nn.Module's `_modules`/`_parameters`/`_buffers`, namedtuple's
+  (`self._cache = ...`, a method `_launch`); where torch, triton or typing objects have one of that name
+  too (`_forward_impl` no, `_reset_parameters` yes), only on `self`/`cls` in the answer's own methods, and
+  such a method is called on an instance (not `C.m(other)`); plus nn.Module's `_modules`/`_parameters`/`_buffers`, namedtuple's
   `_replace`/`_asdict`/`_fields`/`_make`, Enum's `_value_`/`_name_`, `_version`/`_base`/`_is_view`/`_get_name`
   and the tutorials' `compiled._init_handles()`.
 - No `type(x)(name, bases, dict)`, no Enum functional API (`Enum("E", names)`) and no Enum without
   members (the functional API extends any such Enum, the answer's own too), no ABCMeta;
-  `functools.wraps` only as `@functools.wraps(f)`; no `T = type(x)` called with several arguments. Defaults,
+  `functools.wraps` only as `@functools.wraps(f)`; `dataclass`, `total_ordering`, `final`, `unique` only as
+  decorators of the answer's own classes; no `type()` of a class (its metaclass), no `type(x)` called with
+  several arguments or handed on (returned, put in a container, passed to a function). Defaults,
   annotations and decorators are judged in the enclosing scope (`def f(exec=exec)` reads the builtin), a
   `global` name is the module's, and a name a class body binds is read there from the module or builtins.
 - Builtins: no exec, eval, compile, open, input, breakpoint, help, exit, quit, globals, locals, vars,
@@ -73,8 +79,9 @@ BANS = """\
   metaclasses.
 - No assignment to (or setattr/delattr on) modules or their classes and functions
   (`torch.allclose = ...`, `nn.Module.forward = ...`), nor on `type(x)`, a name bound to it or a loop
-  variable over classes; torch.backends flags may be set but have no effect on the judge, which replays
-  your launches in another process.
+  variable over classes; no module as a class attribute (`tm = torch` in a class body: alias it at module
+  level); torch.backends flags may be set but have no effect on the judge, which replays your launches in
+  another process.
 - Inside a @triton.jit kernel, no torch (it compiles only under the CPU interpreter).
 - A class named `Model` (the reference) is not part of an answer: define ModelNew only.
 - Allowed and judged at run time instead: try/except, lambdas, helper classes, dataclasses and
@@ -133,7 +140,9 @@ _DENIED_NAMES: dict[str, frozenset[str]] = {
                         "import_ir_module_from_buffer", "PyTorchFileReader", "PyTorchFileWriter", "get_file_path",
                         "prepare_multiprocessing_environment",
                         # torch.jit re-exported (TorchScript from a string reaches torch.ops), a dotted-name import
-                        "CompilationUnit", "ScriptFunction", "ScriptModule", "ScriptMethod", "set_default_tensor_type"}),
+                        "CompilationUnit", "ScriptFunction", "ScriptModule", "ScriptMethod", "set_default_tensor_type",
+                        "parse_ir", "fork", "wait", "ScriptClass", "ScriptObject", "LiteScriptModule", "Graph",
+                        "ConcreteModuleType", "ExecutionPlan"}),
     # hooks on every nn.Module call of the process: a global patch in effect
     "torch.nn.modules.module": frozenset({
         "register_module_forward_hook", "register_module_forward_pre_hook", "register_module_backward_hook",
@@ -199,7 +208,6 @@ _BANNED_ATTRIBUTES = {
     # Review of round v4k (helper-29): raw launches and class internals.
     "mro": "reaches base classes whose methods no judge hook wraps",
     "packed_metadata": "launches a compiled kernel past the recorder",
-    "compile": "reaches torch.compile (nn.Module.compile)",
     # process-wide registries: every nn.Module call of the process, the pytree flattening the harness uses
     **{f"register_module_{hook}": "hooks every nn.Module of the process (a global patch)" for hook in (
         "forward_hook", "forward_pre_hook", "backward_hook", "full_backward_hook", "full_backward_pre_hook",
@@ -217,6 +225,9 @@ _PRIVATE_ALLOWED = frozenset({"_modules", "_parameters", "_buffers",
                               "_version", "_base", "_is_view", "_get_name"})  # read-only tensor/module facts
 # Enum's functional API builds a class from names given as data (dunders included); ABCMeta builds one too.
 _CLASS_FACTORIES = frozenset({"enum.Enum", "enum.IntEnum", "enum.Flag", "enum.IntFlag", "enum.StrEnum"})
+# Class decorators that rewrite the class they are given: only over the answer's own class statements.
+_CLASS_DECORATORS = frozenset({"dataclasses.dataclass", "functools.total_ordering", "typing.final", "enum.unique",
+                               "typing.runtime_checkable"})
 _BANNED_BUILTINS = {
     "exec": "runs code from a string", "eval": "runs code from a string", "compile": "builds code from a string",
     "open": "opens files", "input": "reads stdin", "breakpoint": "starts a debugger", "help": "starts a pager",
@@ -225,6 +236,13 @@ _BANNED_BUILTINS = {
     "vars": "exposes an object's __dict__",
 }  # fmt: skip
 _NAME_BUILTINS = ("getattr", "setattr", "delattr", "hasattr")
+# Methods refused when called (`m.compile()`, `t.storage()`), and so also when read by name (getattr, match).
+_CALL_BANNED = frozenset({"compile", "storage"})
+# Legacy tensor type names `.type()` accepts without importing anything beyond torch.
+_TENSOR_TYPE_NAME = re.compile(r"torch(\.cuda)?\.(Float|Double|Half|BFloat16|Byte|Char|Short|Int|Long|Bool)Tensor")
+# Calls that may take `type(x)` as an argument: they read it and hand nothing on.
+_TYPE_CONSUMERS = frozenset({"isinstance", "issubclass", "str", "repr", "print", "id", "hash", "format", "getattr",
+                             "hasattr", "setattr", "delattr"})  # (setattr and delattr: their own rule)
 _KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit",
                                 "triton.runtime.autotune", "triton.runtime.heuristics"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
@@ -279,6 +297,8 @@ def module_allowed(name: str) -> bool:
 
 
 def _name_allowed(module: str, name: str) -> bool:
+    if module == "torch" and name.endswith("Storage") and name != "UntypedStorage":
+        return False  # TypedStorage and the legacy FloatStorage...: their .type("a.b") imports any module
     if module in _NAMES:
         return name in _NAMES[module]
     if module.startswith("triton.language") and name in _BANNED_ATTRIBUTES:
@@ -411,33 +431,44 @@ def module_holder_names() -> frozenset[str]:
 
 @functools.cache
 def foreign_private_names() -> frozenset[str]:
-    """Private (`_x`, not dunder) attribute names of the classes an answer can reach: those of the allowed
-    modules, the tensor and storage classes, typing's forward references and aliases, Triton's kernels."""
+    """Private (`_x`, not dunder) attribute names of the objects an answer holds: tensors and storages, modules
+    and their layers, autograd contexts, Triton kernels, launchers and configs, typing's forward references
+    and aliases; class attributes by `dir`, instance attributes from the classes' sources (`self._src = ...`)."""
     import typing
 
-    classes: set[type] = {typing.ForwardRef, type(typing.List[int]), type(typing.Union[int, str]), functools.partial}
-    seen: set[str] = set()
-    todo = [importlib.import_module(m) for m in ("torch", "torch.nn", "torch.nn.functional", "torch.cuda",
-                                                  "torch.autograd", "triton", "triton.runtime", "triton.language",
-                                                  "typing", "dataclasses", "functools", "enum", "collections")]
-    while todo:
-        mod = todo.pop()
-        if mod.__name__ in seen:
-            continue
-        seen.add(mod.__name__)
-        for value in list(vars(mod).values()):
-            if isinstance(value, type):
-                classes.add(value)
-            elif isinstance(value, types.ModuleType) and module_allowed(value.__name__) and (
-                    value.__name__.split(".")[0] in ("torch", "triton")):
-                todo.append(value)
-    for path in ("torch.UntypedStorage", "torch.TypedStorage", "triton.compiler.CompiledKernel"):
+    import torch
+
+    classes: set[type] = {typing.ForwardRef, type(typing.List[int]), type(typing.Union[int, str]), functools.partial,
+                          torch.Tensor, torch.nn.Parameter, torch.UntypedStorage, torch.TypedStorage, torch.Generator,
+                          torch.cuda.Event, torch.cuda.Stream, torch.autograd.function.FunctionCtx}
+    classes.update(v for v in vars(torch.nn).values() if isinstance(v, type) and issubclass(v, torch.nn.Module))
+    for path in ("triton.runtime.jit.JITFunction", "triton.runtime.jit.KernelInterface",
+                 "triton.runtime.autotuner.Autotuner", "triton.runtime.autotuner.Heuristics",
+                 "triton.runtime.autotuner.Config", "triton.compiler.CompiledKernel"):
         try:
             mod_name, cls_name = path.rsplit(".", 1)
             classes.add(getattr(importlib.import_module(mod_name), cls_name))
         except (ImportError, AttributeError):
             pass
-    return frozenset(name for cls in classes for name in dir(cls) if name.startswith("_") and not _dunder(name))
+    names = {name for cls in classes for name in dir(cls) if name.startswith("_") and not _dunder(name)}
+    # attributes set per instance (`self._run = ...`, `super().__setattr__("_forward_hooks", ...)`), read from
+    # the source files that define these classes (whole files: cheap, and a superset)
+    files = set()
+    for cls in classes:
+        for klass in cls.__mro__:
+            if klass.__module__.split(".")[0] in ("torch", "triton"):
+                try:
+                    files.add(inspect.getsourcefile(klass))
+                except TypeError:
+                    pass
+    for file in files - {None}:
+        try:
+            src = open(file, encoding="utf-8").read()
+        except OSError:
+            continue
+        names.update(re.findall(r"self\.(_[A-Za-z]\w*)\s*(?::[^=\n]*)?=[^=]", src))
+        names.update(re.findall(r"__setattr__\(\s*[\"'](_[A-Za-z]\w*)[\"']", src))
+    return frozenset(n for n in names if not _dunder(n))
 
 
 def _format_field_attributes(text: str) -> list[str]:
@@ -466,6 +497,18 @@ def _enum_members(node: ast.ClassDef) -> bool:
                 if isinstance(n, ast.Name) and not n.id.startswith("_"):
                     return True
     return False
+
+
+def _unwrapped(node: ast.AST) -> ast.AST:
+    """The value a walrus hands on (`(T := type(x)).add = f` stores on `type(x)`)."""
+    while isinstance(node, ast.NamedExpr):
+        node = node.value
+    return node
+
+
+def _several_arguments(call: ast.Call) -> bool:
+    """More than one argument, a starred one (`type(*args)`) or any keyword."""
+    return len(call.args) > 1 or bool(call.keywords) or any(isinstance(a, ast.Starred) for a in call.args)
 
 
 def _type_call(node: ast.AST) -> bool:
@@ -501,30 +544,82 @@ class _Scanner(ast.NodeVisitor):
         self.in_kernel = False
         self.locals: dict[ast.AST, frozenset[str]] = {}
         self.shadowing: dict[ast.AST, frozenset[str]] = {}
+        # Class attributes that name a path (`Lin = nn.Linear` in a class body), reached as `self.Lin` / `C.Lin`:
+        # without them a class attribute hid a module or a torch class from every path rule (scan review,
+        # session 11: `tm = torch` then `self.tm.allclose = f`, `self.tm.load`).
+        self.answer_classes = frozenset(n.name for n in nodes if isinstance(n, ast.ClassDef))
+        self.class_aliases: dict[str, str] = {}
+        for n in nodes:
+            if isinstance(n, ast.ClassDef):
+                for stmt in n.body:
+                    target = (stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                              else stmt.target if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else None)
+                    if isinstance(target, ast.Name):
+                        value = self.path(stmt.value)
+                        if value is not None:
+                            self.class_aliases[target.id] = value
         self.class_names = self._class_valued_names(nodes)
-        self.type_names = frozenset(n.targets[0].id for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
-                                    and isinstance(n.targets[0], ast.Name) and _type_call(n.value))
+        self.type_names = self._class_valued_names(nodes, only_type=True)
         self._find_kernels(tree, nodes)
 
-    def _class_valued_names(self, nodes: list[ast.AST]) -> frozenset[str]:
-        """Names that hold a class the answer did not write: `T = type(x)`, `M = type(int)`, a loop variable
-        over classes named by path (`for cls in (nn.Linear,)`). Storing attributes on them patches torch
-        (`type(x).add = f`), and calling them with three arguments builds classes (scan review, session 11)."""
-        names: set[str] = set()
+    def _class_valued_names(self, nodes: list[ast.AST], only_type: bool = False) -> frozenset[tuple[int, str]]:
+        """(scope, name) of names that hold a class the answer did not write: `T = type(x)` (also chained,
+        tuple, annotated and walrus bindings), `C: type = nn.Linear`, a loop variable over classes named by
+        path (`for cls in (nn.Linear,)`). Storing attributes on them patches torch (`type(x).add = f`), and a
+        `type(...)` called with three arguments builds classes (scan reviews, session 11). With `only_type`,
+        only bindings of `type(...)`. Scoped: a loop over dtypes in a self-test names nothing in `forward`."""
+        def classy(value: ast.AST | None) -> bool:
+            if value is None:
+                return False
+            value = _unwrapped(value)
+            if isinstance(value, ast.IfExp):
+                return classy(value.body) or classy(value.orelse)
+            if isinstance(value, ast.BoolOp):
+                return any(classy(v) for v in value.values)
+            return _type_call(value) or (not only_type and self.path(value) is not None
+                                         and isinstance(_lookup(self.path(value))[1], type))
+
+        found: set[tuple[int, str]] = set()
         for node in nodes:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if _type_call(node.value):
-                    names.add(node.targets[0].id)
+            pairs: list[tuple[ast.AST, ast.AST | None]] = []
+            if isinstance(node, ast.Assign):
+                pairs = [(t, node.value) for t in node.targets]
+            elif isinstance(node, ast.AnnAssign):
+                pairs = [(node.target, node.value)]
+            elif isinstance(node, ast.NamedExpr):
+                pairs = [(node.target, node.value)]
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.target, ast.Name):
                 items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)) else []
-                if items and all(_type_call(e) or self.path(e) is not None for e in items):
-                    names.add(node.target.id)
-        return frozenset(names)
+                if items and all(_type_call(e) if only_type else (_type_call(e) or self.path(e) is not None)
+                                 for e in items):
+                    found.add((self._scope_id(node.target), node.target.id))
+            for target, value in pairs:
+                if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+                    pairs.extend(zip(target.elts, value.elts))
+                elif isinstance(target, ast.Name) and classy(value):
+                    found.add((self._scope_id(target), target.id))
+        return frozenset(found)
+
+    def _scope_id(self, node: ast.AST) -> int:
+        cur = self.parents.get(node)
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            cur = self.parents.get(cur)
+        return id(cur) if cur is not None else 0
 
     def _class_valued(self, node: ast.expr) -> bool:
-        while isinstance(node, (ast.Attribute, ast.Subscript)):
-            node = node.value
-        return _type_call(node) or isinstance(node, ast.Name) and node.id in self.class_names
+        """Whether storing an attribute on `node` (or on what it leads to) stores on a class the answer did
+        not write."""
+        node = _unwrapped(node)
+        if isinstance(node, ast.IfExp):
+            return self._class_valued(node.body) or self._class_valued(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return any(self._class_valued(v) for v in node.values)
+        path = self.path(node)
+        if path is not None and isinstance(_lookup(path)[1], type):
+            return True  # `(C := nn.Linear).forward = f`
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            return self._class_valued(node.value)
+        return _type_call(node) or isinstance(node, ast.Name) and (self._scope_id(node), node.id) in self.class_names
 
     def ban(self, node: ast.AST, what: str, why: str) -> None:
         self.violations.append(f"line {getattr(node, 'lineno', 0)}: {what} is not allowed: {why}")
@@ -617,8 +712,8 @@ class _Scanner(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         name = node.id
         parent = self.parents.get(node)
-        if (name in self.type_names and isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Call)
-                and parent.func is node and (len(parent.args) > 1 or parent.keywords)):
+        if ((self._scope_id(node), name) in self.type_names and isinstance(node.ctx, ast.Load)
+                and isinstance(parent, ast.Call) and parent.func is node and _several_arguments(parent)):
             self.ban(node, f"calling '{name}' (a type(...)) with more than one argument",
                      "type(int)('C', (), {...}) builds a class at run time; write a class statement")
         if _dunder(name):
@@ -648,12 +743,29 @@ class _Scanner(ast.NodeVisitor):
             return
         args = parent.args
         if node.id == "type":
-            if len(args) != 1 or parent.keywords:
+            if _several_arguments(parent) or len(args) != 1:
                 self.ban(node, "type() with more than one argument", "it builds classes at run time; write a class")
+                return
             grand = self.parents.get(parent)
-            if isinstance(grand, ast.Call) and grand.func is parent and (len(grand.args) > 1 or grand.keywords):
+            if isinstance(grand, ast.Call) and grand.func is parent and _several_arguments(grand):
                 self.ban(node, "calling type(x) with more than one argument", "type(int)('C', (), {...}) builds a "
                          "class at run time; write a class")
+            elif self._names_class(args[0]):
+                self.ban(node, f"type() of the class '{ast.unparse(args[0])[:40]}'", "that is its metaclass, which "
+                         "builds classes from names given as data; use the class itself")
+            elif isinstance(grand, (ast.Return, ast.Yield, ast.List, ast.Tuple, ast.Set, ast.Starred, ast.Lambda,
+                                    ast.ListComp, ast.SetComp, ast.GeneratorExp)) or (
+                    isinstance(grand, ast.Dict) and any(v is parent for v in grand.values)) or (
+                    isinstance(grand, ast.DictComp) and grand.value is parent) or (
+                    isinstance(grand, ast.Call) and grand.func is not parent and not (
+                        isinstance(grand.func, ast.Name) and grand.func.id in _TYPE_CONSUMERS) and not (
+                        # a dispatch table's lookup (`H.get(type(x), 0)`), unless the answer defines such a method
+                        isinstance(grand.func, ast.Attribute) and grand.func.attr in ("get", "setdefault", "pop", "format")
+                        and self.path(grand.func) is None and grand.func.attr not in self.own_attributes)):
+                # handed on where no rule follows it (`[type(int)][0](...)`, `functools.partial(type(x), ...)`,
+                # a helper returning it): a class store or a 3-argument call would go unseen (scan review)
+                self.ban(node, "type(...) handed on as a value", "use it where you read it (type(x).__name__, "
+                         "isinstance, a comparison, a dict key)")
             return
         if node.id == "getattr" and _device_module_idiom(parent, self.path, self.parents):
             return
@@ -664,7 +776,9 @@ class _Scanner(ast.NodeVisitor):
                      "a literal string")
             return
         name = args[1].value
-        why = self._attribute_reason(name, args[0])
+        why = self._attribute_reason(name, args[0]) or (
+            f"it hands out the method '{name}' (torch.compile, a typed storage)"
+            if name in _CALL_BANNED and node.id == "getattr" else "")
         if why:
             self.ban(node, f"{node.id}(..., '{name}')", why)
         elif node.id in ("setattr", "delattr") and (self._rooted_at_module(args[0]) or self._class_valued(args[0])):
@@ -682,7 +796,7 @@ class _Scanner(ast.NodeVisitor):
         prev, cur = node, self.parents.get(node)
         while cur is not None:
             if (isinstance(cur, ast.ClassDef) and any(prev is b for b in cur.body)
-                    and node.id in _class_body_names(cur)):
+                    and node.id in _class_scope_binds(cur)):
                 # A name a class body binds is read there from the class namespace, then the module, then
                 # builtins: never from the enclosing function (`exec = None` in f, then `class C: e = exec;
                 # exec = 1` hands out the builtin; scan review, session 11).
@@ -704,6 +818,14 @@ class _Scanner(ast.NodeVisitor):
     # -- attributes ---------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> None:
         parent = self.parents.get(node)
+        if (isinstance(node.value, ast.Name) and node.value.id in self.answer_classes and isinstance(node.ctx, ast.Load)
+                and node.attr in self._methods_on_foreign_names(node.value.id)
+                and not (isinstance(parent, ast.Call) and parent.func is node and parent.args
+                         and isinstance(parent.args[0], ast.Name) and parent.args[0].id == "self")):
+            # A method that reads `self._typed_storage` is the answer's own only while `self` is its instance:
+            # called through the class with another object it reads torch's (scan review, session 11).
+            self.ban(node, f"'{node.value.id}.{node.attr}' other than as a method call on self", "the method uses "
+                     "private names torch or triton objects also have; call it on an instance")
         if (node.attr == "__class__" and isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Attribute)
                 and parent.value is node and parent.attr in ("__name__", "__qualname__")
                 and isinstance(parent.ctx, ast.Load)):
@@ -742,19 +864,34 @@ class _Scanner(ast.NodeVisitor):
                 self.ban(node, f"the format field attribute '.{attr}'", why)
 
     def visit_Call(self, node: ast.Call) -> None:
-        # Tensor/storage `.type("a.b")` imports the dotted name's module and reads its attribute (scan review,
-        # session 11): use `.to(dtype)`; `.type(torch.float16)` stays fine.
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "type" and any(
-                isinstance(a, ast.Constant) and isinstance(a.value, str)
-                for a in [*node.args, *(k.value for k in node.keywords)]):
-            self.ban(node, "'.type(...)' with a string", "it imports the module the string names; use .to(dtype)")
+        func = node.func
+        if isinstance(func, ast.Attribute) and not self._own_method(func):
+            if func.attr == "compile":  # nn.Module.compile is torch.compile; a flag named compile is fine
+                self.ban(node, "calling '.compile()'", "it reaches torch.compile (nn.Module.compile); write Triton")
+            elif func.attr == "storage":  # a TypedStorage, whose .type("a.b") imports any module (scan review)
+                self.ban(node, "'.storage()'", "a tensor's typed storage is outside the contract; use data_ptr(), "
+                         "numel() and element_size()")
+            elif func.attr == "type" and any(
+                    isinstance(a, ast.Constant) and isinstance(a.value, str) and not _TENSOR_TYPE_NAME.fullmatch(a.value)
+                    or isinstance(a, (ast.JoinedStr, ast.BinOp)) for a in [*node.args, *(k.value for k in node.keywords)]):
+                self.ban(node, "'.type(...)' with a string", "it imports the module the string names; use .to(dtype)")
         self.generic_visit(node)
+
+    def _own_method(self, func: ast.Attribute) -> bool:
+        """`self.m(...)` where the answer's own class defines or sets `m`, or `Mine(...).m(...)` where the
+        answer's class `Mine` defines `m`."""
+        base = func.value
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id in self.answer_classes:
+            return any(isinstance(n, ast.ClassDef) and n.name == base.func.id and func.attr in _class_scope_binds(n)
+                       for n in self.parents)
+        return self._own_instance(base) and func.attr in self.own_attributes
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         # `case C(name=v)` binds getattr(subject, "name"): an attribute read the rules above never see as
         # an ast.Attribute (red-team v4k review: `case object(__globals__=g)` emptied the whole scan).
         for attr in node.kwd_attrs:
-            why = self._attribute_reason(attr, node.cls)
+            why = self._attribute_reason(attr, node.cls) or (
+                f"it hands out the method '{attr}' (torch.compile, a typed storage)" if attr in _CALL_BANNED else "")
             if why:
                 self.ban(node, f"the match pattern keyword '{attr}='", why)
         self.generic_visit(node)
@@ -767,12 +904,14 @@ class _Scanner(ast.NodeVisitor):
         if attr in _BANNED_ATTRIBUTES:
             return f"it {_BANNED_ATTRIBUTES[attr]}"
         if (attr.startswith("_") and not _dunder(attr) and attr not in _PRIVATE_ALLOWED
-                and (attr not in self.own_attributes or attr in foreign_private_names())
+                and (attr not in self.own_attributes
+                     or (attr in foreign_private_names() and not self._own_instance(base, attr)))
                 and self.path(base) is None):  # (module paths: `_lookup`)
             # torch's and triton's private instance attributes (`t._typed_storage()`, a storage's
             # `_write_file`, `_new_shared_fd_cpu`) reach raw memory and file descriptors (review of round v4k).
-            # The answer's own `_x` is fine unless torch, triton or typing objects have one of that name: a
-            # dummy `def _typed_storage` made `t._typed_storage()` the answer's own (scan review, session 11).
+            # The answer's own `_x` is fine; where torch, triton or typing objects have one of that name too,
+            # only on `self`/`cls` in the answer's methods: a dummy `def _typed_storage` anywhere made
+            # `t._typed_storage()` the answer's own (scan reviews, session 11).
             return "private attributes of torch and triton objects are outside the contract" + (
                 f" (torch, triton or typing objects have a '{attr}': name yours otherwise)"
                 if attr in self.own_attributes else "")
@@ -782,11 +921,72 @@ class _Scanner(ast.NodeVisitor):
             return f"'{attr}' names a module outside the contract in some allowed module"
         return ""
 
+    @functools.cache  # noqa: B019 - one scanner per answer
+    def _methods_on_foreign_names(self, class_name: str) -> frozenset[str]:
+        """Instance methods of the answer's class `class_name` that read a private name torch, triton or
+        typing objects also have on `self`."""
+        found = set()
+        for cls in (n for n in self.parents if isinstance(n, ast.ClassDef) and n.name == class_name):
+            for fn in cls.body:
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or any(
+                        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list):
+                    continue
+                if any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+                       and n.attr in foreign_private_names() for n in ast.walk(fn)):
+                    found.add(fn.name)
+        return frozenset(found)
+
+    def _decorates(self, node: ast.expr) -> bool:
+        """`node` is (the callee of) an entry of a def's or class's decorator list."""
+        parent = self.parents.get(node)
+        item = parent if isinstance(parent, ast.Call) and parent.func is node else node
+        owner = self.parents.get(item)
+        return isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and any(
+            d is item for d in owner.decorator_list)
+
+    def _names_class(self, node: ast.expr) -> bool:
+        """An expression that names a class: a builtin class, one the answer writes, a `type(...)`, a name
+        holding one, or a path to one (`nn.Linear`); `cls` of a classmethod."""
+        node = _unwrapped(node)
+        if _type_call(node) or isinstance(node, ast.Name) and (
+                node.id in self.answer_classes or node.id == "cls"
+                or (self._scope_id(node), node.id) in self.class_names
+                or (node.id in _BUILTIN_NAMES and isinstance(getattr(builtins, node.id, None), type)
+                    and not self._local(node) and node.id not in self.aliases)):
+            return True
+        path = self.path(node)
+        return path is not None and isinstance(_lookup(path)[1], type)
+
+    def _own_instance(self, base: ast.expr, attr: str = "") -> bool:
+        """`self` / `cls` as the first parameter, never rebound, of a method of a class the answer writes; or
+        the answer's class itself for a name its own body binds (`A._reset_parameters(self)`)."""
+        if isinstance(base, ast.Name) and base.id in self.answer_classes and attr:
+            return any(isinstance(n, ast.ClassDef) and n.name == base.id and attr in _class_scope_binds(n)
+                       for n in self.parents)
+        if not (isinstance(base, ast.Name) and base.id in ("self", "cls")):
+            return False
+        cur = self.parents.get(base)
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            cur = self.parents.get(cur)
+        if not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(self.parents.get(cur),
+                                                                                        ast.ClassDef):
+            return False
+        params = [*cur.args.posonlyargs, *cur.args.args]
+        if not params or params[0].arg != base.id:
+            return False
+        return not any(isinstance(n, ast.Name) and n.id == base.id and not isinstance(n.ctx, ast.Load)
+                       for n in ast.walk(cur))
+
     def _resolve(self, base: ast.expr, attr: str) -> tuple[str, object]:
         path = self.path(base)
         return _lookup(f"{path}.{attr}") if path is not None else ("unknown", None)
 
     def _rooted_at_module(self, node: ast.expr) -> bool:
+        chain = node
+        while isinstance(chain, ast.Subscript):
+            chain = chain.value
+        if isinstance(chain, ast.Attribute) and self.path(chain) is not None:
+            return True  # `self.Lin` where the class body holds `Lin = nn.Linear`
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
         return isinstance(node, ast.Name) and node.id in self.aliases
@@ -799,8 +999,9 @@ class _Scanner(ast.NodeVisitor):
         if (isinstance(parent, ast.Call) and parent.args and parent.args[0] is node
                 and isinstance(parent.func, ast.Name) and parent.func.id in (*_NAME_BUILTINS, *_BANNED_BUILTINS)):
             return  # getattr(torch, ...) is judged as the attribute it names; vars(torch) as vars
-        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
-            return
+        if (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)
+                and not isinstance(self.parents.get(parent), ast.ClassDef)):
+            return  # an alias; as a class attribute a module would be reachable as `self.m` (refused below)
         path = self.path(node)
         if path is None:
             return
@@ -817,6 +1018,11 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(parent, ast.Attribute) and parent.value is node:
             return  # judged as the longer path
         path = self.path(node)
+        if path in _CLASS_DECORATORS and not self._decorates(node):
+            # called as a function they rewrite an existing class in place: `dataclasses.dataclass(frozen=True)
+            # (nn.Linear)` makes every nn.Linear frozen (scan review, session 11)
+            self.ban(node, f"{path} other than as a decorator", "on a class the answer did not write it rewrites "
+                     "that class; write @" + path.rsplit(".", 1)[1] + " over your own class statement")
         if path == "functools.wraps":
             call = parent if isinstance(parent, ast.Call) and parent.func is node else None
             owner = self.parents.get(call) if call is not None else None
@@ -843,6 +1049,9 @@ class _Scanner(ast.NodeVisitor):
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
+        if (isinstance(node, ast.Name) and parts and parts[-1] in getattr(self, "class_aliases", {})
+                and (node.id in ("self", "cls") or node.id in self.answer_classes)):
+            return ".".join([self.class_aliases[parts[-1]], *reversed(parts[:-1])])
         if not isinstance(node, ast.Name) or node.id not in self.aliases or self._shadowed(node):
             return None
         return ".".join([self.aliases[node.id], *reversed(parts)])
@@ -853,6 +1062,9 @@ class _Scanner(ast.NodeVisitor):
         module. A local that the function itself binds to a module path or imports stays the alias."""
         prev, cur = node, self.parents.get(node)
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if (isinstance(cur, ast.ClassDef) and any(prev is b for b in cur.body)
+                    and node.id in _class_scope_binds(cur)):
+                return False  # read from the class, then the module: the alias (`torch = 0` in f does not hide it)
             prev, cur = cur, self.parents.get(cur)
         if cur is None or not (prev is cur.body if isinstance(cur, ast.Lambda) else any(prev is b for b in cur.body)):
             return False
@@ -1000,6 +1212,33 @@ def _class_body_names(node: ast.ClassDef) -> set[str]:
             stmt, (ast.AnnAssign, ast.AugAssign)) else []
         names.update(t.id for t in targets if isinstance(t, ast.Name))
     return names
+
+
+def _class_scope_binds(node: ast.ClassDef) -> frozenset[str]:
+    """Every name a class body binds in its own scope: assignment, tuple, for, with, walrus and except
+    targets, imports, defs, `del` and match captures (not inside nested functions, classes or lambdas).
+    A class body reads these names from the class, the module, then builtins (scan review, session 11)."""
+    names: set[str] = set()
+    todo = list(node.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            names.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+            todo.extend([*n.decorator_list, *getattr(n, "bases", []), *(k.value for k in getattr(n, "keywords", []))])
+            continue
+        elif isinstance(n, ast.alias):
+            names.add((n.asname or n.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            names.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            names.add(n.rest)
+        if not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            todo.extend(ast.iter_child_nodes(n))
+    return frozenset(names)
 
 
 def _declared_global(fn: ast.AST) -> frozenset[str]:
