@@ -543,7 +543,7 @@ class _Scanner(ast.NodeVisitor):
             | {name for n in nodes if isinstance(n, ast.ClassDef) for name in _class_body_names(n)})
         self.in_kernel = False
         self.locals: dict[ast.AST, frozenset[str]] = {}
-        self.shadowing: dict[ast.AST, frozenset[str]] = {}
+        self.shadowing: dict[ast.AST, tuple[frozenset[str], frozenset[str]]] = {}
         # Class attributes that name a path (`Lin = nn.Linear` in a class body), reached as `self.Lin` / `C.Lin`:
         # without them a class attribute hid a module or a torch class from every path rule (scan review,
         # session 11: `tm = torch` then `self.tm.allclose = f`, `self.tm.load`).
@@ -1057,21 +1057,38 @@ class _Scanner(ast.NodeVisitor):
         return ".".join([self.aliases[node.id], *reversed(parts)])
 
     def _shadowed(self, node: ast.Name) -> bool:
-        """A parameter or plain local of the innermost function that shares an import alias's name (a kernel
-        parameter `F` beside `import torch.nn.functional as F`, Liger-Kernel's parameter `operator`): not the
-        module. A local that the function itself binds to a module path or imports stays the alias."""
+        """A parameter or plain local of an enclosing function that shares an import alias's name (a kernel
+        parameter `F` beside `import torch.nn.functional as F`, Liger-Kernel's parameter `operator`, that local
+        read in a nested lambda): not the module. A local that its function binds to a module path or imports
+        stays the alias; a class body that binds the name reads the module's (`torch = 0` in f does not hide
+        `torch` in `class C: l = torch.load; torch = 1`)."""
         prev, cur = node, self.parents.get(node)
-        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            if (isinstance(cur, ast.ClassDef) and any(prev is b for b in cur.body)
-                    and node.id in _class_scope_binds(cur)):
-                return False  # read from the class, then the module: the alias (`torch = 0` in f does not hide it)
+        in_function = False
+        while cur is not None:
+            if isinstance(cur, ast.ClassDef) and not in_function and any(prev is b for b in cur.body) \
+                    and node.id in _class_scope_binds(cur):
+                return False
+            if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                inside = prev is cur.body if isinstance(cur, ast.Lambda) else any(prev is b for b in cur.body)
+                if inside:
+                    in_function = True
+                    if isinstance(cur, ast.Lambda):
+                        if node.id in {a.arg for a in [*cur.args.posonlyargs, *cur.args.args, *cur.args.kwonlyargs]}:
+                            return True
+                    else:
+                        own, aliased = self._function_shadows(cur)
+                        if node.id in aliased or node.id in _declared_global(cur):
+                            return False
+                        if node.id in own:
+                            return True
             prev, cur = cur, self.parents.get(cur)
-        if cur is None or not (prev is cur.body if isinstance(cur, ast.Lambda) else any(prev is b for b in cur.body)):
-            return False
-        if cur not in self.shadowing:
-            own = _function_locals(cur)
+        return False
+
+    def _function_shadows(self, fn: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
+        """(names `fn` binds, those of them it binds to a module path or imports)."""
+        if fn not in self.shadowing:
             aliased = set()
-            for n in ast.walk(cur):
+            for n in ast.walk(fn):
                 if isinstance(n, (ast.Import, ast.ImportFrom)):
                     aliased.update((a.asname or a.name).split(".")[0] for a in n.names)
                 elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
@@ -1081,8 +1098,8 @@ class _Scanner(ast.NodeVisitor):
                     if value is not None and isinstance(value, ast.Name) and value.id in self.aliases:
                         targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                         aliased.update(t.id for tg in targets for t in ast.walk(tg) if isinstance(t, ast.Name))
-            self.shadowing[cur] = frozenset(own - aliased - _declared_global(cur))
-        return node.id in self.shadowing[cur]
+            self.shadowing[fn] = (_function_locals(fn), frozenset(aliased))
+        return self.shadowing[fn]
 
 
 _ALLOWED_IMPORTS = ("; allowed: torch (nn, nn.functional, nn.init, cuda, backends, autograd, amp, linalg, fft, "
