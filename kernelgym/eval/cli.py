@@ -100,6 +100,8 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def eval_command(args: argparse.Namespace) -> int:
     """Handler of `kernelgym eval`: 0 when the run finished (whatever the answers scored), 2 on an error."""
+    if getattr(args, "screen_jobs", 1) is None:  # every path screens (a re-judged run too)
+        args.screen_jobs = min(8, max(1, (os.cpu_count() or 2) // 2))
     try:
         if args.report_only:
             return _report_only(args)
@@ -116,8 +118,6 @@ def _run(args: argparse.Namespace) -> int:
 
     if not args.model or not args.tasks:
         raise EvalError("kernelgym eval needs --model and --tasks (or --report-only --out DIR)")
-    if args.screen_jobs is None:
-        args.screen_jobs = min(8, max(1, (os.cpu_count() or 2) // 2))
     if args.screen_jobs < 1:
         raise EvalError("--screen-jobs must be at least 1")
     backend = pick_backend(args.model, args.backend, args.api_base)
