@@ -1077,7 +1077,7 @@ class _Scanner(ast.NodeVisitor):
                             return True
                     else:
                         own, aliased = self._function_shadows(cur)
-                        if node.id in aliased or node.id in _declared_global(cur):
+                        if node.id in aliased:  # (declared globals count as aliased: the module's name)
                             return False
                         if node.id in own:
                             return True
@@ -1085,7 +1085,7 @@ class _Scanner(ast.NodeVisitor):
         return False
 
     def _function_shadows(self, fn: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
-        """(names `fn` binds, those of them it binds to a module path or imports)."""
+        """(names `fn` binds, those of them it binds to a module path or imports or declares global)."""
         if fn not in self.shadowing:
             aliased = set()
             for n in ast.walk(fn):
@@ -1098,7 +1098,7 @@ class _Scanner(ast.NodeVisitor):
                     if value is not None and isinstance(value, ast.Name) and value.id in self.aliases:
                         targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                         aliased.update(t.id for tg in targets for t in ast.walk(tg) if isinstance(t, ast.Name))
-            self.shadowing[fn] = (_function_locals(fn), frozenset(aliased))
+            self.shadowing[fn] = (_function_locals(fn), frozenset(aliased) | _declared_global(fn))
         return self.shadowing[fn]
 
 
