@@ -536,18 +536,20 @@ class _Scanner(ast.NodeVisitor):
             for ann in _annotations(node):
                 self.annotations.update(id(n) for n in ast.walk(ann))
         self.aliases = _aliases(nodes)
+        self.module_bound = self._module_bound(nodes)
         self.bound = _bound_names(nodes)
+        self.class_binds = {n: _class_scope_binds(n) for n in nodes if isinstance(n, ast.ClassDef)}
         # Attribute names the answer sets or defines itself (`self._cache = ...`, a method `_launch`).
         self.own_attributes = frozenset(
             {n.attr for n in nodes if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)}
-            | {name for n in nodes if isinstance(n, ast.ClassDef) for name in _class_body_names(n)})
+            | {name for binds in self.class_binds.values() for name in binds})
         self.in_kernel = False
-        self.locals: dict[ast.AST, frozenset[str]] = {}
-        self.shadowing: dict[ast.AST, tuple[frozenset[str], frozenset[str]]] = {}
+        self.scopes: dict[ast.AST, tuple[frozenset[str], frozenset[str]]] = {}
         # Class attributes that name a path (`Lin = nn.Linear` in a class body), reached as `self.Lin` / `C.Lin`:
         # without them a class attribute hid a module or a torch class from every path rule (scan review,
-        # session 11: `tm = torch` then `self.tm.allclose = f`, `self.tm.load`).
-        self.answer_classes = frozenset(n.name for n in nodes if isinstance(n, ast.ClassDef))
+        # session 11: `tm = torch` then `self.tm.allclose = f`, `self.tm.load`). path() reads the map while
+        # it fills, so a class attribute may name an earlier one (`B = C.Lin`).
+        self.answer_classes = frozenset(n.name for n in self.class_binds)
         self.class_aliases: dict[str, str] = {}
         for n in nodes:
             if isinstance(n, ast.ClassDef):
@@ -796,7 +798,7 @@ class _Scanner(ast.NodeVisitor):
         prev, cur = node, self.parents.get(node)
         while cur is not None:
             if (isinstance(cur, ast.ClassDef) and any(prev is b for b in cur.body)
-                    and node.id in _class_scope_binds(cur)):
+                    and node.id in self.class_binds[cur]):
                 # A name a class body binds is read there from the class namespace, then the module, then
                 # builtins: never from the enclosing function (`exec = None` in f, then `class C: e = exec;
                 # exec = 1` hands out the builtin; scan review, session 11).
@@ -806,11 +808,10 @@ class _Scanner(ast.NodeVisitor):
                 # the builtin); only the body sees the function's own names (review of round v4k).
                 inside = prev is cur.body if isinstance(cur, ast.Lambda) else any(prev is b for b in cur.body)
                 if inside:
-                    if cur not in self.locals:
-                        self.locals[cur] = _function_locals(cur)
-                    if node.id in self.locals[cur]:
+                    own, declared_global = self._function_scope(cur)
+                    if node.id in own:
                         return True
-                    if node.id in _declared_global(cur):
+                    if node.id in declared_global:
                         return False
             prev, cur = cur, self.parents.get(cur)
         return False
@@ -882,8 +883,7 @@ class _Scanner(ast.NodeVisitor):
         answer's class `Mine` defines `m`."""
         base = func.value
         if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id in self.answer_classes:
-            return any(isinstance(n, ast.ClassDef) and n.name == base.func.id and func.attr in _class_scope_binds(n)
-                       for n in self.parents)
+            return any(n.name == base.func.id and func.attr in binds for n, binds in self.class_binds.items())
         return self._own_instance(base) and func.attr in self.own_attributes
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
@@ -961,8 +961,7 @@ class _Scanner(ast.NodeVisitor):
         """`self` / `cls` as the first parameter, never rebound, of a method of a class the answer writes; or
         the answer's class itself for a name its own body binds (`A._reset_parameters(self)`)."""
         if isinstance(base, ast.Name) and base.id in self.answer_classes and attr:
-            return any(isinstance(n, ast.ClassDef) and n.name == base.id and attr in _class_scope_binds(n)
-                       for n in self.parents)
+            return any(n.name == base.id and attr in binds for n, binds in self.class_binds.items())
         if not (isinstance(base, ast.Name) and base.id in ("self", "cls")):
             return False
         cur = self.parents.get(base)
@@ -1049,7 +1048,7 @@ class _Scanner(ast.NodeVisitor):
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if (isinstance(node, ast.Name) and parts and parts[-1] in getattr(self, "class_aliases", {})
+        if (isinstance(node, ast.Name) and parts and parts[-1] in self.class_aliases
                 and (node.id in ("self", "cls") or node.id in self.answer_classes)):
             return ".".join([self.class_aliases[parts[-1]], *reversed(parts[:-1])])
         if not isinstance(node, ast.Name) or node.id not in self.aliases or self._shadowed(node):
@@ -1066,7 +1065,7 @@ class _Scanner(ast.NodeVisitor):
         in_function = False
         while cur is not None:
             if isinstance(cur, ast.ClassDef) and not in_function and any(prev is b for b in cur.body) \
-                    and node.id in _class_scope_binds(cur):
+                    and node.id in self.class_binds[cur]:
                 return False
             if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 inside = prev is cur.body if isinstance(cur, ast.Lambda) else any(prev is b for b in cur.body)
@@ -1076,30 +1075,43 @@ class _Scanner(ast.NodeVisitor):
                         if node.id in {a.arg for a in [*cur.args.posonlyargs, *cur.args.args, *cur.args.kwonlyargs]}:
                             return True
                     else:
-                        own, aliased = self._function_shadows(cur)
-                        if node.id in aliased:  # (declared globals count as aliased: the module's name)
-                            return False
+                        own, declared_global = self._function_scope(cur)
+                        if node.id in self.module_bound.get(cur, ()) or node.id in declared_global:
+                            return False  # (a declared global is the module's name)
                         if node.id in own:
                             return True
             prev, cur = cur, self.parents.get(cur)
         return False
 
-    def _function_shadows(self, fn: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
-        """(names `fn` binds, those of them it binds to a module path or imports or declares global)."""
-        if fn not in self.shadowing:
-            aliased = set()
-            for n in ast.walk(fn):
-                if isinstance(n, (ast.Import, ast.ImportFrom)):
-                    aliased.update((a.asname or a.name).split(".")[0] for a in n.names)
-                elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
-                    value = n.value
-                    while isinstance(value, (ast.Attribute, ast.Subscript)):
-                        value = value.value
-                    if value is not None and isinstance(value, ast.Name) and value.id in self.aliases:
-                        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                        aliased.update(t.id for tg in targets for t in ast.walk(tg) if isinstance(t, ast.Name))
-            self.shadowing[fn] = (_function_locals(fn), frozenset(aliased) | _declared_global(fn))
-        return self.shadowing[fn]
+    def _function_scope(self, fn: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
+        """(names `fn` binds in its own scope, names it declares global), computed once per function."""
+        if fn not in self.scopes:
+            self.scopes[fn] = _function_names(fn)
+        return self.scopes[fn]
+
+    def _module_bound(self, nodes: list[ast.AST]) -> dict[ast.AST, frozenset[str]]:
+        """For each function, the names it or a scope inside it imports or assigns a value rooted at an
+        alias (`F = torch.nn.functional`, `dt = tl.float32`): such a local keeps the alias's meaning. One
+        pass over the answer rather than a walk per function, which walked nested functions again."""
+        found: dict[ast.AST, set[str]] = {}
+        for n in nodes:
+            names: list[str] = []
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                names = [(a.asname or a.name).split(".")[0] for a in n.names]
+            elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                value = n.value
+                while isinstance(value, (ast.Attribute, ast.Subscript)):
+                    value = value.value
+                if isinstance(value, ast.Name) and value.id in self.aliases:
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    names = [t.id for tg in targets for t in ast.walk(tg) if isinstance(t, ast.Name)]
+            if names:
+                cur = self.parents.get(n)
+                while cur is not None:
+                    if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        found.setdefault(cur, set()).update(names)
+                    cur = self.parents.get(cur)
+        return {fn: frozenset(names) for fn, names in found.items()}
 
 
 _ALLOWED_IMPORTS = ("; allowed: torch (nn, nn.functional, nn.init, cuda, backends, autograd, amp, linalg, fft, "
@@ -1219,18 +1231,6 @@ def _annotations(node: ast.AST) -> list[ast.expr]:
     return []
 
 
-def _class_body_names(node: ast.ClassDef) -> set[str]:
-    """Methods, nested classes and class attributes a class statement binds."""
-    names: set[str] = set()
-    for stmt in node.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(stmt.name)
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
-            stmt, (ast.AnnAssign, ast.AugAssign)) else []
-        names.update(t.id for t in targets if isinstance(t, ast.Name))
-    return names
-
-
 def _class_scope_binds(node: ast.ClassDef) -> frozenset[str]:
     """Every name a class body binds in its own scope: assignment, tuple, for, with, walrus and except
     targets, imports, defs, `del` and match captures (not inside nested functions, classes or lambdas).
@@ -1258,30 +1258,21 @@ def _class_scope_binds(node: ast.ClassDef) -> frozenset[str]:
     return frozenset(names)
 
 
-def _declared_global(fn: ast.AST) -> frozenset[str]:
-    """Names `fn`'s own scope declares `global` (they resolve to the module, never an enclosing function)."""
-    names: set[str] = set()
-    todo = list(ast.iter_child_nodes(fn)) if not isinstance(fn, ast.Lambda) else []
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Global):
-            names.update(node.names)
-        if not isinstance(node, _SCOPES):
-            todo.extend(ast.iter_child_nodes(node))
-    return frozenset(names)
-
-
-def _function_locals(fn: ast.AST) -> frozenset[str]:
-    """Parameters and names bound in `fn`'s own scope (not declared global or nonlocal)."""
+def _function_names(fn: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
+    """(parameters and names bound in `fn`'s own scope, not declared global or nonlocal; names it declares
+    global, which resolve to the module, never an enclosing function)."""
     args = fn.args
     names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     names.update(a.arg for a in (args.vararg, args.kwarg) if a)
     declared: set[str] = set()
+    declared_global: set[str] = set()
     todo = list(ast.iter_child_nodes(fn)) if not isinstance(fn, ast.Lambda) else []
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             declared.update(node.names)
+            if isinstance(node, ast.Global):
+                declared_global.update(node.names)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -1293,7 +1284,7 @@ def _function_locals(fn: ast.AST) -> frozenset[str]:
             names.add((node.asname or node.name).split(".")[0])
         if not isinstance(node, _SCOPES):
             todo.extend(ast.iter_child_nodes(node))
-    return frozenset(names - declared)
+    return frozenset(names - declared), frozenset(declared_global)
 
 
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -227,6 +227,9 @@ ALLOWED = [
     "from triton.runtime.autotuner import autotune\nfrom triton.runtime.jit import JITFunction",
     "class M(nn.Module):\n    def extra_repr(self):\n        return self.__class__.__name__",
     "for L in (nn.Linear,):\n    m = L(4, 4)",
+    # a class body binds its attributes in every form, not only `name = ...` (one helper says which names)
+    "class M(nn.Module):\n    _scale, _shift = 2.0, 1.0\n    def forward(self, x):\n"
+    "        return x * self._scale + self._shift",
 ]
 
 
