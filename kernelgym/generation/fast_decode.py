@@ -53,6 +53,10 @@ class Decoded:
 def unsupported_reason(model: Any) -> str | None:
     """Why `FastDecoder` cannot run `model` (None: it can). Callers fall back to `model.generate`."""
     model = _unwrap(model)
+    if _fsdp2_sharded(model):
+        # FSDP2 gathers a unit's parameters in hooks that need the root module's forward first; the decoder
+        # calls the embedding, layers and head directly (the 4-GPU check of the twelfth session failed so).
+        return "the model is sharded by FSDP2 (fully_shard): its parameters are gathered through the root's forward"
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None)
     if model_type not in SUPPORTED_MODEL_TYPES:
@@ -69,6 +73,15 @@ def unsupported_reason(model: Any) -> str | None:
     if rope in ("dynamic", "longrope"):
         return f"rope type {rope!r} depends on the sequence length"
     return None
+
+
+def _fsdp2_sharded(model: Any) -> bool:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # a torch built without distributed
+        return False
+    modules = model.modules() if isinstance(model, torch.nn.Module) else ()
+    return any(isinstance(m, FSDPModule) for m in modules)
 
 
 class FastDecoder:

@@ -213,6 +213,10 @@ _BANNED_ATTRIBUTES = {
         "forward_hook", "forward_pre_hook", "backward_hook", "full_backward_hook", "full_backward_pre_hook",
         "buffer_registration_hook", "module_registration_hook", "parameter_registration_hook")},
     "register_pytree_node": "changes how every pytree of the process is flattened",
+    # Red-team round s12: Triton runs these hooks inside the launch, where the recorder counts nothing, so
+    # torch work in one is hidden from RH-01 (the replay runs no hook: a cheat laundered into wrong_output).
+    "add_pre_run_hook": "runs answer code inside Triton's launch, where the recorder does not look",
+    "pre_run_hooks": "runs answer code inside Triton's launch, where the recorder does not look",
 }  # fmt: skip
 # Banned attributes that hand out memory (a dataclass field of that name on a Tensor subclass reads them).
 _MEMORY_ATTRIBUTES = frozenset({"numpy", "from_numpy", "frombuffer", "untyped_storage", "untyped", "to_dlpack",

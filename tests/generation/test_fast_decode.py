@@ -153,3 +153,40 @@ def test_cuda_graphs_replay_the_eager_step():
     for ctx, ids, lps in zip(ctxs, sampled.ids, sampled.logprobs):
         expected = teacher_forced(model, ctx, ids, 1.0)
         assert torch.allclose(torch.tensor(lps, dtype=torch.float64), expected, atol=1e-3)
+
+
+_FSDP2_SCRIPT = """
+import os, socket, torch, torch.distributed as dist, transformers
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+from kernelgym.generation.fast_decode import unsupported_reason
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+dist.init_process_group("gloo", rank=0, world_size=1)
+cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2)
+model = transformers.LlamaForCausalLM(cfg).eval()
+assert unsupported_reason(model) is None
+mesh = init_device_mesh("cpu", (1,))
+# As accelerate wrapped the tiny model on 4 GPUs: the embedding, the norm and the head are units of their own.
+for sub in [*model.model.layers, model.model.embed_tokens, model.model.norm, model.lm_head]:
+    fully_shard(sub, mesh=mesh)
+fully_shard(model, mesh=mesh)
+print("REASON", unsupported_reason(model))
+out = model.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=3, do_sample=False)  # the fallback's path
+print("GENERATED", tuple(out.shape))
+dist.destroy_process_group()
+"""
+
+
+def test_fsdp2_sharded_model_falls_back_to_generate():
+    """The decoder calls the embedding and layers directly, which FSDP2 refuses before the root's forward
+    (the twelfth session's 4-GPU FSDP2 run: "FSDP requires a single root module"); such a model is
+    refused, and `model.generate` through the root works. In a process of its own: it starts gloo."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _FSDP2_SCRIPT], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "REASON the model is sharded by FSDP2" in done.stdout
+    assert "GENERATED (1, 6)" in done.stdout

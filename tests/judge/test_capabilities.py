@@ -177,6 +177,9 @@ BANNED = [
     ("s = torch.FloatStorage(2)", "torch.FloatStorage"),
     ("cu = torch.CompilationUnit('')", "torch.CompilationUnit"),
     ("from torch.nn.modules.module import register_module_forward_hook", "register_module_forward_hook"),
+    # red-team round s12 (helper-34): Triton runs these hooks inside the launch, unseen by the recorder
+    ("@triton.jit\ndef k(x):\n    pass\nk.add_pre_run_hook(print)", "'.add_pre_run_hook'"),
+    ("@triton.jit\ndef k(x):\n    pass\nk.pre_run_hooks.append(print)", "'.pre_run_hooks'"),
     ("torch.set_default_tensor_type('os.system')", "set_default_tensor_type"),
 ]
 
