@@ -7,9 +7,11 @@
 #          session's tf32 part judged 16 of the 37 before its deadline (all ok) and refused the gap file with the fit
 #   contract GPU FOLLOWUP_GPU_CONTRACT (1): the eighth session's judge changes: masked_fill_ is torch compute (the
 #          v4d, v4e, v4g exploits: cheat RH-01 at record time), the ok-expecting v4h file scored as passed, the
-#          whole RH-01/02/03 selection of the red-team corpus on the GPU; rounds v4i, v4j and v4k (the tenth session's
-#          judge changes; GPU-run in the eleventh) and every honest answer under them: honest-but-unusual and
-#          external first (LEGIT_JOBS, 6, one `kernelgym judge` each), then the built-in ones
+#          whole RH-01/02/03 selection of the red-team corpus on the GPU; rounds v4i, v4j, v4k and s12
+#   legit  GPUs FOLLOWUP_LEGIT_GPUS ("1"): every built-in, honest-but-unusual and real-world external answer under
+#          today's judge, `kernelgym redteam --no-exploits --external` sharded over the GPUs (one batch process per
+#          GPU, LEGIT_JOBS (8) in flight, its warm pool). The eleventh and twelfth sessions judged them one
+#          `kernelgym judge` process each beside the exploits: 28 of 166 in 540 s, no external one reached
 #   cpu    GPU FOLLOWUP_GPU_CPU (2): the 40-answer bench with the host CPU seconds per evaluation and their start-up
 #          part (cpu_answer, cpu_replay, cpu_answer_startup, cpu_replay_startup in its phase table), JOBS (8) in
 #          flight, twice: KERNELGYM_TRITON_SEED=0 then 1 (the pool's first warm process's Triton cache copied into
@@ -17,7 +19,7 @@
 #   tf32   GPU FOLLOWUP_GPU_TF32 (0): RH-14's per-task TF32 mean bound and the fit on everything (the seventh session's
 #          part: ran in the eighth, see docs/BENCHMARKS.md)
 #   ipc    GPU FOLLOWUP_GPU_IPC (1): the device path's GPU tests, rh25, rh03 v4g, round v4h's files (ran in the eighth)
-# Usage: bash launch/judge_followup_check.sh [fit] [contract] [cpu] [tf32] [ipc]   (default: fit contract cpu, in
+# Usage: bash launch/judge_followup_check.sh [fit] [contract] [legit] [cpu] [tf32] [ipc]   (default: fit contract legit cpu, in
 # parallel). Each step is cut at FOLLOWUP_LIMIT_S (240) and every part at FOLLOWUP_DEADLINE_S (480) from the start,
 # so that the whole check fits a call beside other stages. Results: $OUT/followup.txt (each part's tail), $OUT/followup.tgz.
 set -uo pipefail
@@ -26,7 +28,7 @@ out="${OUT:-followup_out}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
 work="$(mktemp -d)"; limit="${FOLLOWUP_LIMIT_S:-240}"; deadline="${FOLLOWUP_DEADLINE_S:-480}"
 lim() {  # seconds a step may take: its own cap ($1, else FOLLOWUP_LIMIT_S), never past the deadline (subshells keep SECONDS)
   local l=$((deadline - SECONDS)) cap="${1:-$limit}"; ((l > cap)) && l=$cap; ((l < 5)) && l=5; echo "$l"; }
-parts=" ${*:-fit contract cpu} "
+parts=" ${*:-fit contract legit cpu} "
 py="${PYTHON:-python3}"; dev="${FOLLOWUP_DEVICE:-cuda}"  # cpu: a smoke test of this script
 
 tf32() {
@@ -111,26 +113,28 @@ contract() {
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_CONTRACT:-1}"
   timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only masked_fill --no-legit --no-compile-baseline \
     --json-out "$work/contract_masked_fill.jsonl" > "$work/contract_masked_fill.txt" 2>&1
-  for name in ghost_sabotaged v4h v4i v4j v4k; do  # v4i: the state carried across trials, the profile poison; v4j, v4k: the tenth session's rounds (CPU only until this runs)
+  for name in ghost_sabotaged v4h v4i v4j v4k s12; do  # v4i: the state carried across trials, the profile poison; v4j, v4k: the tenth session's rounds; s12: the twelfth's
     timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
       --json-out "$work/contract_$name.jsonl" > "$work/contract_$name.txt" 2>&1
   done
   timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only RH-03 --no-legit --jobs 4 --no-compile-baseline \
     --json-out "$work/contract_rh03.jsonl" > "$work/contract_rh03.txt" 2>&1
-  # every honest-but-unusual and real-world answer, then the built-in ones, as far as the deadline goes: the
-  # ninth and eleventh sessions' redteam runs judged the built-ins first and never reached the external corpus
-  for f in tests/redteam/honest/*.py tests/redteam/external/*.py; do
-    echo "$(sed -n 's/^# task: *//p' "$f" | head -1) $f"
-  done > "$work/contract_legit_list.txt"
-  TF32_JOBS="${LEGIT_JOBS:-6}" judge_list 600 < "$work/contract_legit_list.txt" > "$work/contract_legit.txt" 2>&1
-  echo "$(grep -c ' ok ' "$work/contract_legit.txt") of $(wc -l < "$work/contract_legit_list.txt") honest and external answers ok" \
-    >> "$work/contract_legit.txt"
-  timeout "$(lim 600)" "$py" -m kernelgym.cli redteam --device "$dev" --no-exploits --jobs 6 \
-    --no-compile-baseline --json-out "$work/contract_builtin.jsonl" > "$work/contract_builtin.txt" 2>&1
+}
+legit() {  # one batch process per GPU, each a shard: the warm pool, not a process per answer
+  local gpus=(${FOLLOWUP_LEGIT_GPUS:-1}) n i pids=() shards=()
+  n=${#gpus[@]}
+  for ((i = 0; i < n; i++)); do
+    CUDA_VISIBLE_DEVICES="${gpus[$i]}" timeout "$(lim 600)" "$py" -m kernelgym.cli redteam --device "$dev" --no-exploits \
+      --external --shard "$i/$n" --jobs "${LEGIT_JOBS:-8}" --no-compile-baseline --json-out "$work/legit_$i.jsonl" \
+      > "$work/legit_$i.txt" 2>&1 &
+    pids+=($!); shards+=("$work/legit_$i.jsonl")
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  "$py" -m kernelgym.cli redteam --from-jsonl "${shards[@]}" > "$work/legit.txt" 2>&1  # one table, the misses listed
 }
 
 pids=()
-for p in fit contract cpu tf32 ipc; do
+for p in fit contract legit cpu tf32 ipc; do
   [[ $parts == *" $p "* ]] || continue
   "$p" & pids+=($!)
 done

@@ -111,6 +111,11 @@ PY
     echo "--- detached.log (tail)"; tail -5 "$logs/detached.log" 2>/dev/null
     echo "--- rl.log (tail)"; tail -3 "$logs/rl.log" 2>/dev/null | cut -c1-400
   } > "$out/status.txt"
+  # The judging service's verdicts of every rollout (status, speedup, message): the twelfth session's fast_1 fell
+  # to 0 after the resume and nothing that came back could say whether the policy or the measurement changed.
+  # A consistent copy of the live SQLite file (its backup API), gzipped in logs.tgz.
+  [[ -f $work/judge.db ]] && "$PYTHON" -c "import sqlite3, sys; s = sqlite3.connect(sys.argv[1]); d = sqlite3.connect(sys.argv[2]); s.backup(d); d.close()" \
+    "$work/judge.db" "$logs/judge.db" 2>> "$logs/rl_detached.txt"
   tar czf "$out/logs.tgz" -C "$work" logs 2>/dev/null
   # A call sends back 8 files and drops the rest by name: the eleventh session lost rl_state/manifest.json to
   # two files another stage of the same call wrote. The checkpoint must come back whole: the curve and the

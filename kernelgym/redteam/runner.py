@@ -145,15 +145,18 @@ def run_redteam(config: JudgeConfig, jobs: int | None = None, only: str | None =
         for o, r in zip(deep, dyn):
             o.dynamic_result = r
     if legit:
-        jobs_legit = [(f"builtin:{t.task_id}", t, builtin_answer_path(t.task_id).read_text()) for t in load_builtin()]
-        if honest:
-            answers = load_honest()
-            tasks_h = {tid: load_builtin(tid)[0] for tid in sorted({a.task for a in answers})}
-            jobs_legit += [(f"honest:{a.name}", tasks_h[a.task], a.text) for a in answers]
+        # Real-world code first, the built-ins last: a run cut by a deadline (the GPU follow-ups) then misses the
+        # answers every earlier run judged ok, not the ones most likely to be refused.
+        jobs_legit = []
         if external:
             answers = [a for a in load_external() if a.runs_on_cpu or device != "cpu"]
             tasks_e = {tid: load_builtin(tid)[0] for tid in sorted({a.task for a in answers})}
             jobs_legit += [(f"external:{a.name}", tasks_e[a.task], a.text) for a in answers]
+        if honest:
+            answers = load_honest()
+            tasks_h = {tid: load_builtin(tid)[0] for tid in sorted({a.task for a in answers})}
+            jobs_legit += [(f"honest:{a.name}", tasks_h[a.task], a.text) for a in answers]
+        jobs_legit += [(f"builtin:{t.task_id}", t, builtin_answer_path(t.task_id).read_text()) for t in load_builtin()]
         jobs_legit = pick(jobs_legit)
         report.legit = judge_many([(t, text) for _, t, text in jobs_legit], config, jobs, progress,
                                   on_indexed_result=named([name for name, _, _ in jobs_legit]))
