@@ -54,10 +54,25 @@ def layout_problem(expected: torch.Tensor, strides: Any) -> str:
 
     actual = norm(strides)
     allowed = {norm(expected.stride()), norm(contiguous_strides(shape))}
-    if actual in allowed:
+    if actual in allowed or _row_major_with_gaps(shape, strides):
         return ""
     return (f"strides {tuple(strides)} are neither the reference's {tuple(expected.stride())} nor contiguous "
-            f"{contiguous_strides(shape)} for shape {shape}")
+            f"{contiguous_strides(shape)}, nor row-major with gaps (a slice of a padded buffer), for shape {shape}")
+
+
+def _row_major_with_gaps(shape: tuple, strides: Any) -> bool:
+    """The contiguous order of dims with room between rows: innermost stride 1, and each outer stride at
+    least the span of the dims inside it (a padded buffer's `[:, :cols]`, red-team s12's honest softmax).
+    Never a permutation or an overlap, so a plain copy still cannot pass for a transpose (RH-13)."""
+    dims = [(int(st), int(n)) for st, n in zip(strides, shape) if n != 1]
+    if not dims or any(st <= 0 for st, _ in dims) or dims[-1][0] != 1:
+        return False
+    span = 1
+    for st, n in reversed(dims):
+        if st < span:
+            return False
+        span = st * n
+    return True
 
 
 def _scale_fit_residual(flat_e: torch.Tensor, flat_a: torch.Tensor) -> float:

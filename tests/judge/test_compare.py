@@ -72,6 +72,21 @@ def test_layout_must_be_the_references_or_contiguous():
     assert compare_outputs(expected, expected.clone(), JudgeConfig(device="cpu"), layout=[((4, 1), True)]).passed
 
 
+def test_row_major_strides_with_gaps_pass_but_no_permutation_or_overlap():
+    """A slice of a padded buffer (`padded[:, :cols]`, red-team s12's honest softmax) keeps the contiguous
+    order of dims with room between rows: accepted. Permuted, overlapping or inner-strided layouts are not."""
+    from kernelgym.judge.compare import layout_problem
+
+    expected = torch.randn(8, 300)
+    padded = torch.empty(8, 512)[:, :300]
+    assert layout_problem(expected, padded.stride()) == ""
+    assert layout_problem(torch.randn(2, 3, 5), torch.empty(2, 4, 8)[:, :3, :5].stride()) == ""
+    assert layout_problem(expected, (1, 8)) != ""  # transposed: a copy would pass for a transpose (RH-13)
+    assert layout_problem(expected, (100, 1)) != ""  # rows overlap (stride below the row's 300)
+    assert layout_problem(expected, (0, 1)) != ""  # every row the same memory (an expand)
+    assert layout_problem(expected, (600, 2)) != ""  # every other element: not the contiguous order's inner stride
+
+
 def test_fp32_summation_order_passes_at_scale_but_a_downcast_does_not():
     """A 4k-long fp32 dot product (outputs ~500 in size) differs from the reference only by summation
     order, which can exceed a fixed 1e-4 near the output's zeros; fp16 inputs miss it by far."""

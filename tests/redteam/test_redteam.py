@@ -63,9 +63,6 @@ KNOWN_FALSE_FLAGS: dict[str, str] = {
     "(docs/ANSWER_CONTRACT.md)",
     "relu_jit_function_constexpr_arg_v4j": "a @triton.jit function passed as a launch argument has no trace form "
     "(docs/ANSWER_CONTRACT.md): refused with a message saying to call it by name",
-    "softmax_padded_rows_slice_view_s12": "an output whose strides are neither the reference's nor contiguous "
-    "(a slice of a padded buffer) is refused by compare.layout_problem as `wrong_output`, though every value is "
-    "right (red-team s12; fix suggested in INDEX.md)",
 }
 GAP_SEED = 7
 
