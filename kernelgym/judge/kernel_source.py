@@ -27,6 +27,7 @@ import keyword
 import math
 import re
 import textwrap
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +80,10 @@ class KernelSpec:
     # the front end calls it at compile time with constexpr values (dtypes, numbers). It is checked like a
     # kernel body and rebuilt under `@triton.language.constexpr`, never launched.
     constexpr_function: bool = False
+    # The Python functions captured under this name (child side only, never on the wire): a second function
+    # of the same name and source is compared value by value once (`_capture_function`). Weak: a factory's
+    # freed kernel must not pass for a new one that reuses its id.
+    functions: Any = field(default_factory=weakref.WeakSet, compare=False, repr=False)
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "src": self.src, "modules": dict(self.modules), "constants": dict(self.constants),
@@ -121,17 +126,37 @@ def _capture_function(fn: Any, into: dict[str, KernelSpec], jit_options: dict[st
     if existing is not None:
         if existing.src != src or existing.constexpr_function != constexpr_function:
             raise CaptureError(f"two different kernels are named {name}: give each @triton.jit function its own name")
+        if fn.__closure__ and fn not in existing.functions:
+            # A kernel factory called twice: one source, other closure values. The replay rebuilds kernels by
+            # name, so the second would silently run as the first (red-team s12, GPU only: the interpreter
+            # cannot read closures).
+            probe = KernelSpec(name=name, src=src, jit_options=jit_options, constexpr_function=constexpr_function)
+            _capture_scope(fn, probe, dict(into))
+            if _captured(probe) != _captured(existing):
+                raise CaptureError(f"two different kernels are named {name}: the same source with other closure "
+                                   "values (a kernel factory called twice); give each kernel its own name, or pass "
+                                   "the values as tl.constexpr arguments")
+            existing.functions.add(fn)
         return name
     spec = KernelSpec(name=name, src=src, jit_options=jit_options, constexpr_function=constexpr_function)
+    spec.functions.add(fn)
     into[name] = spec
+    _capture_scope(fn, spec, into)
+    return name
+
+
+def _capture_scope(fn: Any, spec: KernelSpec, into: dict[str, KernelSpec]) -> None:
     scope = dict(fn.__globals__)
     if fn.__closure__:
         scope |= {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__)}
-    for ref in sorted(free_names(src)):
+    for ref in sorted(free_names(spec.src)):
         if ref not in scope:
             continue  # a builtin (checked on the trusted side) or an undefined name (Triton will say)
         _capture_global(spec, ref, scope[ref], into)
-    return name
+
+
+def _captured(spec: KernelSpec) -> tuple:
+    return (spec.modules, spec.constants, spec.constexpr_constants, spec.helpers, spec.imports)
 
 
 def _jit_options(kernel: Any) -> dict[str, Any]:

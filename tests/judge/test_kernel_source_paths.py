@@ -334,3 +334,28 @@ def test_a_constexpr_function_takes_no_jit_options():
     specs = _with_constexpr_function(ACC_SRC)
     specs["acc_type"].jit_options = {"do_not_specialize": ["dt"]}
     assert any("takes no @triton.jit options" in p for p in kernel_problems(specs))
+
+
+def _scaled_kernel_factory(scale):
+    S = tl.constexpr(scale)
+
+    @triton.jit
+    def scaled(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * S, mask=m)
+
+    return scaled
+
+
+def test_a_kernel_factory_called_with_other_values_is_two_kernels_of_one_name():
+    """The replay rebuilds kernels by name: a factory's second kernel (same source, other closure value) would
+    run as the first on a GPU (red-team s12). Same values: one kernel; other values: refused, with a message."""
+    into: dict[str, KernelSpec] = {}
+    assert ks.capture(_scaled_kernel_factory(2.0), into) == "scaled"
+    assert into["scaled"].constants["S"] == 2.0
+    ks.capture(_scaled_kernel_factory(2.0), into)  # the same values again: the same kernel
+    assert len(into) == 1
+    with pytest.raises(ks.CaptureError, match="two different kernels are named scaled: the same source with other"):
+        ks.capture(_scaled_kernel_factory(3.0), into)
+    assert ks.KernelSpec.from_wire(into["scaled"].to_wire()) == into["scaled"]  # the ids stay off the wire
