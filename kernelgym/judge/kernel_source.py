@@ -126,15 +126,14 @@ def _capture_function(fn: Any, into: dict[str, KernelSpec], jit_options: dict[st
     if existing is not None:
         if existing.src != src or existing.constexpr_function != constexpr_function:
             raise CaptureError(f"two different kernels are named {name}: give each @triton.jit function its own name")
-        if fn.__closure__ and fn not in existing.functions:
-            # A kernel factory called twice: one source, other closure values. The replay rebuilds kernels by
-            # name, so the second would silently run as the first (red-team s12, GPU only: the interpreter
-            # cannot read closures).
+        if fn not in existing.functions:
+            # A kernel factory called twice: one source, other closure or global values. The replay rebuilds
+            # kernels by name, so the second would silently run as the first (red-team s12 and s12b).
             probe = KernelSpec(name=name, src=src, jit_options=jit_options, constexpr_function=constexpr_function)
             _capture_scope(fn, probe, dict(into))
             if _captured(probe) != _captured(existing):
                 raise CaptureError(f"two different kernels are named {name}: the same source with other closure "
-                                   "values (a kernel factory called twice); give each kernel its own name, or pass "
+                                   "or global values (a kernel factory called twice); give each kernel its own name, or pass "
                                    "the values as tl.constexpr arguments")
             existing.functions.add(fn)
         return name
