@@ -31,7 +31,7 @@
 #      SFT_SECONDS=330 RL_SECONDS=330: training time per call (no step is begun that the longest step so far
 #      would carry past it), after a start-up of up to ~150 s; CALL_SECONDS=570 is the hard limit from the
 #      script's start (training is killed 25 s before it, the newest checkpoint is still sent back; run
-#      the call with timeout_s 600). SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 JUDGE_GPUS="1 2 3" JUDGE_JOBS=11 PORT=8000
+#      the call with timeout_s 600). SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 (rl: "0,1" is DDP on both) JUDGE_GPUS="1 2 3" JUDGE_JOBS=11 PORT=8000
 #      LIMIT=200 SAMPLES=4 KB_LIMIT=100 KB_SAMPLES=1 MAX_NEW=4096 MODELS="base sft rl"
 #      EVAL_SETS="heldout heldout_family kernelbench" (eval: cut at the hard limit, resumed by the next call)
 #      EVAL_GPUS="0 1 2 3" (one model per GPU, round robin) KEEP_SERVICE=1 (eval beside a running RL: the service
@@ -310,7 +310,20 @@ if want rl; then
   [[ -f $sft_dir/adapter_model.safetensors ]] || { note "no SFT adapter: STAGE=sft here, or carry .carry/in/sft_adapter"; exit 3; }
   [[ -d runs/coldstart/tasks ]] || { note "no tasks: carry .carry/in/tasks.tgz (from the sft stage)"; exit 3; }
   start=$SECONDS
-  CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
+  # TRAIN_GPU="0,1": DDP over those GPUs (issue 28). Every rank draws its own prompts, so a step has n times the
+  # rollouts of one GPU in about the same time: decoding a 0.5B model is latency-bound, not batch-bound.
+  n_train=$(tr ',' '\n' <<<"$train_gpu" | grep -c .)
+  rl_launch=("$PYTHON" -m accelerate.commands.launch --config_file "$accel")
+  if ((n_train > 1)); then
+    if [[ ${JUDGE_DEVICES:-} == cpu ]]; then  # the CPU rehearsal: `accelerate launch --cpu` starts one process
+      rl_launch=(env ACCELERATE_USE_CPU=true "$PYTHON" -m torch.distributed.run --nproc_per_node "$n_train" --master_port 29518)
+    else
+      rl_launch=("$PYTHON" -m accelerate.commands.launch --config_file "${ACCELERATE_CONFIG:-configs/accelerate/multi_gpu.yaml}"
+                 --num_processes "$n_train" --main_process_port 29518)
+    fi
+    note "rl: DDP over $n_train processes (GPUs $train_gpu)"
+  fi
+  CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "${rl_launch[@]}" \
     train/grpo.py --config "$rl_config" --model_name_or_path "$base_model" --judge_url "$judge_url" --output_dir "$rl_dir" --base_adapter "$sft_dir" \
     --max_seconds "$(train_seconds "${RL_SECONDS:-330}")" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
   code=$?
