@@ -240,7 +240,7 @@ class ReplayOps:
             times, wall, self.timed_outputs = time_calls(
                 replayer.run, self.timing_sets, msg["warmup"], msg["reps"], msg["flush_bytes"],
                 msg.get("budget_s", 0.0), hold=self._hold, before_call=prepare,
-                spots=spots, kept=self.spot_outputs, costs=costs)
+                spots=spots, kept=self.spot_outputs, costs=costs, device=self.device)
         except BaseException as e:  # noqa: BLE001
             return self._error(e, phase="timing")
         return {"times_ms": times, "wall_ms": wall, "host_s": costs}

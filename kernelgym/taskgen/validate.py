@@ -190,5 +190,5 @@ def _eager_median_ms(reference: Reference, inputs: list[Any], config: Validation
     from kernelgym.judge.timing import time_calls
 
     samples, _, _ = time_calls(reference.model, [inputs], warmup=3, reps=config.timing_reps,
-                               flush_bytes=JudgeConfig().l2_flush_bytes)
+                               flush_bytes=JudgeConfig().l2_flush_bytes, device=reference.device)
     return statistics.median(samples)

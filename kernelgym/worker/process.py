@@ -180,6 +180,13 @@ def _exit_text(proc: subprocess.Popen) -> str:
 
 # -- the worker side --------------------------------------------------------------------------------
 
+def _use_device(device: str) -> None:
+    if device.startswith("cuda:"):
+        import torch
+
+        torch.cuda.set_device(device)
+
+
 def serve(conn: Connection, spec: WorkerSpec, scratch_root: Path) -> None:
     """Run jobs from `conn` until `stop` or EOF, then kill every candidate and exit the process."""
     import torch
@@ -226,7 +233,10 @@ def serve(conn: Connection, spec: WorkerSpec, scratch_root: Path) -> None:
         except OSError:
             pass  # the parent is gone; the main loop sees the EOF too
 
-    executor = ThreadPoolExecutor(spec.jobs, thread_name_prefix=f"judge-{spec.device}")
+    # CUDA's current device is per thread and a new thread starts on GPU 0: the set_device above holds for this
+    # thread only, so each job thread sets it too (kernelgym/judge/timing.py: timing on GPU 0's idle stream)
+    executor = ThreadPoolExecutor(spec.jobs, thread_name_prefix=f"judge-{spec.device}",
+                                  initializer=_use_device, initargs=(spec.device,))
     running: set[Future] = set()
     send({"op": "ready", "pid": os.getpid(), "device": spec.device, "versions": software_versions()})
     threading.Thread(target=announce_warm, name="announce-warm", daemon=True).start()
