@@ -200,6 +200,13 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, cl
     # What the record proves comes before what it cannot express: an unreplayable extra (a 17-dim
     # allocation, a host-built output) must not turn a proven cheat into a milder verdict (red-team v4j).
     compute = trace.torch_compute
+    if compute and not allow_torch and not trace.compute_reaches_work():
+        # A rule that cannot prove a cheat never calls it one: what torch computed never reached a kernel or
+        # an output, only the host (value checks, asserts). Still outside the contract: no reward, no penalty.
+        _set(result, Status.INVALID_ANSWER, "outside the answer contract: forward computed with torch outside its "
+             f"Triton kernels ({', '.join(compute[:4])}) for the host only (checks of values, asserts); "
+             "forward may not compute with torch at all: drop such checks or do them in __init__")
+        raise _Stop
     if compute and not allow_torch:
         result.cheats.append(CheatVerdict(
             "RH-01", f"forward computed with torch outside the answer's Triton kernels ({', '.join(compute[:4])})",
@@ -293,16 +300,29 @@ def scratch_problem(trace: Any) -> str | None:
 
 
 def _aliasing_verdicts(trace: Any, result: EvalResult) -> None:
-    """An output that is a view of an input or of the model's state was made by no call at all (RH-10).
-    A tensor forward built from host data in the call is not the model's state (it is rebuilt by every
-    call): whether its bytes are the kernels' is `_output_verdicts`' question."""
+    """An output that is a view of an input or of the model's state, which no kernel of the call took as an
+    argument, was made by no call at all (RH-10: a pass-through or a cached result). One that a kernel took may
+    have been written in place (FlagGems' in-place fused add + RMSNorm): outside the contract (outputs are memory
+    the call allocates), but no cheat is proven. A tensor forward built from host data in the call is not the
+    model's state (it is rebuilt by every call): whether its bytes are the kernels' is `_output_verdicts`'."""
+    launched = trace.launch_buffers()
+    in_place = []
     for ref in _buffers_refs(trace.outputs):
         b = trace.buffers[ref["buf"]]
         if b["kind"] == "input" or (b["kind"] == "state" and not b.get("host")):
-            result.cheats.append(CheatVerdict("RH-10", f"an output is a view of {'an input' if b['kind'] == 'input' else 'the model state'}, "
-                                              "not memory the call wrote", "runtime"))
+            what = "an input" if b["kind"] == "input" else "the model state"
+            if ref["buf"] in launched:
+                in_place.append(what)
+            else:
+                result.cheats.append(CheatVerdict("RH-10", f"an output is a view of {what}, not memory the call wrote",
+                                                  "runtime"))
     if result.cheats:
         _set(result, Status.CHEAT, f"rejected by threat rule RH-10: {result.cheats[0].reason}")
+        raise _Stop
+    if in_place:
+        _set(result, Status.INVALID_ANSWER, f"outside the answer contract: an output is a view of {in_place[0]}, "
+             "which a kernel may have written in place; write every output to memory forward allocates "
+             "(torch.empty...), never into the inputs or the model's own tensors")
         raise _Stop
 
 

@@ -357,6 +357,43 @@ class Trace:
     def kernels(self) -> list[str]:
         return sorted({e["launch"] for e in self.entries if "launch" in e})
 
+    def launch_buffers(self) -> set[int]:
+        """Every buffer some kernel launch of the call took as an argument (may have written)."""
+        return set().union(*(_buffers_in(e.get("args")) for e in self.entries if "launch" in e))
+
+    def compute_reaches_work(self) -> bool:
+        """Whether what torch computed outside the kernels (`torch_compute`) can reach a kernel's arguments or
+        the outputs: a buffer a compute operator wrote is tainted, and so is every buffer an operator writes
+        from a tainted one; a launch or an output touching a tainted buffer is reached. Whole buffers, never
+        parts (a compute result anywhere in a buffer taints all of it), so the answer is never a false "no".
+        "No" means torch computed only what the host read (Liger's asserts on a target's range) or nothing
+        used: no cheat can be proven, whatever else the contract says of it."""
+        compute = set(self.torch_compute)
+        tainted: set[int] = set()
+        for e in self.entries:
+            if "launch" in e:
+                if _buffers_in(e.get("args")) & tainted:
+                    return True
+            elif "aten" in e and (e["aten"] in compute or _buffers_in((e.get("args"), e.get("kwargs"))) & tainted):
+                tainted |= _buffers_in(e.get("outs"))
+        return bool(_buffers_in(self.outputs) & tainted)
+
+
+def _buffers_in(value: Any) -> set[int]:
+    """The buffer numbers of every view in a trace value (tensors, descriptors, nested lists and dicts)."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            ref = v.get("t")
+            if isinstance(ref, dict) and isinstance(ref.get("buf"), int):
+                found.add(ref["buf"])
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return found
+
 
 def _buffer_table_ok(buffers: Any) -> bool:
     try:

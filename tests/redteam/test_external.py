@@ -29,8 +29,12 @@ def test_external_corpus_is_well_formed():
 
 # Real-world code the replay contract refuses, with the reason (a finding, not a false flag to hide).
 KNOWN_REFUSED = {
-    "lg_cross_entropy": "counts non-ignored targets with .item() on the host: its launches depend on values",
-    "fg_residual_rms_norm_inplace": "the library op works in place and returns the input buffer it overwrote (RH-10)",
+    "lg_cross_entropy": "counts non-ignored targets with .item() on the host and asserts on the target's range with "
+                        "torch: invalid_answer (since the thirteenth session no longer cheat RH-01: the result "
+                        "reaches no kernel and no output)",
+    "fg_residual_rms_norm_inplace": "the library op works in place and returns the input buffer it overwrote: "
+                                    "invalid_answer (outputs are memory the call allocates; no longer cheat RH-10, "
+                                    "since a kernel took the buffer and may have written it)",
     "lg_group_norm": "computes the variance as E[x^2] - E[x]^2 in fp32, which loses the answer on the large-common-"
                      "offset draw (wrong_output, CPU and H100 alike): a precision finding, not a false flag",
 }

@@ -1,0 +1,80 @@
+"""Torch compute outside the kernels is called a cheat (RH-01) only where it can reach a kernel or an output.
+
+Liger-Kernel's cross-entropy asserts on the target's range with torch (`(target * mask).max() < V`): on the H200
+the judge called it `cheat RH-01` although the result never leaves the host (thirteenth session). What the
+trace cannot tie to the work is `invalid_answer` (outside the contract, no penalty); what it can stays a cheat.
+"""
+
+import pytest
+
+from kernelgym.judge import JudgeConfig, Status, judge
+from kernelgym.judge.trace import Trace
+from kernelgym.tasks import load_builtin
+from tests.answers import relu_answer
+
+
+def _view(buf):
+    return {"t": {"buf": buf, "offset": 0, "size": [8], "stride": [1], "dtype": "float32"}}
+
+
+def _trace(entries, outputs=None, compute=("aten.mul.Tensor",)):
+    buffers = [{"kind": "input", "index": 0, "nbytes": 32}] + [{"kind": "scratch", "index": i, "nbytes": 32}
+                                                               for i in range(4)]
+    return Trace(buffers=buffers, entries=entries, outputs=outputs if outputs is not None else [_view(1)],
+                 torch_compute=list(compute))
+
+
+def _launch(*bufs):
+    return {"launch": "k", "grid": [1, 1, 1], "args": [_view(b) for b in bufs] + [8, 64], "options": {}}
+
+
+def _aten(op, args, outs):
+    return {"aten": op, "args": [_view(b) for b in args], "kwargs": {}, "outs": [_view(b) for b in outs]}
+
+
+def test_compute_read_only_by_the_host_reaches_nothing():
+    t = _trace([_aten("aten.mul.Tensor", [0], [2]), _aten("aten.max.default", [2], [3]), _launch(0, 1)],
+               compute=("aten.mul.Tensor", "aten.max.default"))
+    assert not t.compute_reaches_work()
+
+
+def test_compute_into_a_kernels_argument_is_reached():
+    t = _trace([_aten("aten.mul.Tensor", [0], [2]), _launch(2, 1)])
+    assert t.compute_reaches_work()
+
+
+def test_compute_reaches_through_copies_and_in_place_writes():
+    via_copy = _trace([_aten("aten.mul.Tensor", [0], [2]), _aten("aten.copy_.default", [3, 2], [3]), _launch(3, 1)])
+    in_place = _trace([_aten("aten.mul.Tensor", [0, 0], [0]), _launch(0, 1)])  # x.mul_(x): the input itself
+    assert via_copy.compute_reaches_work() and in_place.compute_reaches_work()
+
+
+def test_compute_returned_as_the_output_is_reached():
+    t = _trace([_launch(0, 1), _aten("aten.mul.Tensor", [1], [2])], outputs=[_view(2)])
+    assert t.compute_reaches_work()
+
+
+def test_inside_a_tensor_descriptor_too():
+    desc = {"desc": [_view(2), [8], "zero", False]}
+    t = _trace([_aten("aten.mul.Tensor", [0], [2]), {"launch": "k", "grid": [1, 1, 1], "args": [desc, _view(1)],
+                                                     "options": {}}])
+    assert t.compute_reaches_work()
+
+
+@pytest.fixture(scope="module")
+def relu():
+    return load_builtin("relu")[0]
+
+
+CPU = JudgeConfig(device="cpu", timeout_s=120)
+
+
+def test_a_host_only_check_is_outside_the_contract_not_a_cheat(relu):
+    r = judge(relu, relu_answer("assert (x * 0).abs().max() < 1e30, 'inputs out of range'"), CPU)
+    assert r.status is Status.INVALID_ANSWER and not r.cheats, r.message
+    assert "for the host only" in r.message
+
+
+def test_compute_that_feeds_the_kernel_is_still_a_cheat(relu):
+    r = judge(relu, relu_answer("x = x * 1.0"), CPU)
+    assert r.status is Status.CHEAT and [c.rule for c in r.cheats] == ["RH-01"], r.message

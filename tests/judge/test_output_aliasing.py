@@ -1,0 +1,57 @@
+"""An output that views an input or the model's state: a cheat (RH-10) only when no kernel of the call took
+that buffer; when one did, it may have been written in place (FlagGems' in-place fused add + RMSNorm), which is
+outside the contract (`invalid_answer`) but proves no cheat (thirteenth session: the H200 called it RH-10)."""
+
+import pytest
+
+from kernelgym.judge import JudgeConfig, Status, judge
+from kernelgym.judge.trace import Trace
+from kernelgym.tasks import load_builtin
+from tests.answers import HEADER, RELU_KERNEL
+
+CPU = JudgeConfig(device="cpu", timeout_s=120)
+
+
+def _answer(forward: str) -> str:
+    body = "\n".join("        " + line for line in forward.strip().splitlines())
+    return f"""{HEADER}
+{RELU_KERNEL}
+class ModelNew(nn.Module):
+    def forward(self, x):
+{body}
+"""
+
+
+@pytest.fixture(scope="module")
+def relu():
+    return load_builtin("relu")[0]
+
+
+def test_a_kernel_writing_its_input_in_place_is_outside_the_contract(relu):
+    r = judge(relu, _answer("""
+x = x.contiguous()
+relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, x, x.numel(), BLOCK=1024)
+return x
+"""), CPU)
+    assert r.status is Status.INVALID_ANSWER and not r.cheats, r.message
+    assert "in place" in r.message
+
+
+def test_returning_an_input_no_kernel_took_is_a_cheat(relu):
+    r = judge(relu, _answer("""
+y = x.clone()
+out = torch.empty_like(y)
+relu_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+return x
+"""), CPU)
+    assert r.status is Status.CHEAT and [c.rule for c in r.cheats] == ["RH-10"], r.message
+
+
+def test_launch_buffers_lists_what_kernels_took():
+    view = lambda b: {"t": {"buf": b, "offset": 0, "size": [4], "stride": [1], "dtype": "float32"}}  # noqa: E731
+    t = Trace(buffers=[{"kind": "input", "index": 0, "nbytes": 16}, {"kind": "scratch", "index": 0, "nbytes": 16},
+                       {"kind": "scratch", "index": 1, "nbytes": 16}],
+              entries=[{"aten": "aten.clone.default", "args": [view(0)], "kwargs": {}, "outs": [view(2)]},
+                       {"launch": "k", "grid": [1, 1, 1], "args": [view(2), view(1), 4], "options": {}}],
+              outputs=[view(1)])
+    assert t.launch_buffers() == {1, 2}
