@@ -197,6 +197,10 @@ def _time_calls(
     checked is caught there (RH-21). With `before_call(args)` (the replay's buffer set-up), each
     call's arguments go to it, untimed, and `fn()` is called with none.
     """
+    on = {t.device.index for s in input_sets for t in s if isinstance(t, torch.Tensor) and t.is_cuda}
+    if on and on != {torch.cuda.current_device()}:  # events on one GPU around work on another time nothing
+        raise RuntimeError(f"timing on cuda:{torch.cuda.current_device()} while the inputs are on "
+                           f"{', '.join(f'cuda:{i}' for i in sorted(on))}: pass time_calls(device=)")
     check = after_call or (lambda out: None)
     costs = {} if costs is None else costs  # host seconds by part, for the judge's phase table
     for part in ("vary", "prepare", "timed", "hold"):
