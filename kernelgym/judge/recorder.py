@@ -46,6 +46,11 @@ DATA_MOVEMENT = {
 }
 HOST_READS = {"_local_scalar_dense", "item", "equal", "is_nonzero", "allclose"}
 UNREPLAYABLE = {"set_", "resize_", "resize_as_", "as_strided_", "record_stream", "_assert_async"}
+# In-place view operators: they change a tensor's sizes and strides, never its bytes (aten does not mark them
+# `is_view`). Like views they need no replay: every later use of the tensor is recorded with its metadata then
+# (`out.squeeze_(1)` after a keepdim-shaped kernel output was `cheat RH-01`, red-team s13). `as_strided_` stays
+# unreplayable (it can overlap a view with itself).
+IN_PLACE_VIEWS = frozenset({"squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_"})
 HOST_CONSTANTS = ("lift_fresh", "lift_fresh_copy")  # `torch.tensor(data)`: a tensor filled from host Python
 
 
@@ -300,7 +305,7 @@ class Recorder(TorchDispatchMode):
                 return func(*args, **kwargs)
         # `_unsafe_view`: `reshape`/`flatten` of a tensor that cannot be viewed is clone + _unsafe_view, an
         # alias of the clone's storage that aten does not mark as a view.
-        if func.is_view or packet in ("detach", "alias", "_unsafe_view"):
+        if func.is_view or packet in ("detach", "alias", "_unsafe_view") or packet in IN_PLACE_VIEWS:
             return func(*args, **kwargs)
         if packet in HOST_READS:
             self.host_reads.append(str(func))

@@ -688,3 +688,37 @@ def test_memory_hidden_off_the_discovered_state_is_not_host_data(tmp_path):
     trace, _ = _record(module, torch.randn(64))
     (ref,) = [o["t"] for o in trace.outputs]
     assert not trace.buffers[ref["buf"]].get("host"), trace.buffers
+
+
+def test_in_place_view_ops_are_metadata_not_compute(tmp_path):
+    """`out.squeeze_(1)` / `unsqueeze_` / `t_` / `transpose_` change sizes and strides only (aten does not mark
+    them `is_view`): they were torch compute (`cheat RH-01`) on an honest keepdim-shaped output (red-team s13).
+    The replay reads the output with the metadata it ends with; a transposed result keeps transposed strides."""
+    module = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                s = torch.ones(4, device=x.device)
+                out = torch.empty(x.shape[0], 1, x.shape[1], device=x.device)
+                launch(x, s, out)
+                out.squeeze_(1)
+                out.unsqueeze_(0).squeeze_(0)
+                out.t_()
+                out.transpose_(0, 1)
+                return out
+    """, "kg_rh_inplace_views")
+    x = torch.randn(8, 8)
+    trace, replay = _record(module, x)
+    assert not trace.torch_compute
+    assert trace.outputs[0]["t"]["size"] == [8, 8] and trace.outputs[0]["t"]["stride"] == [8, 1]
+    y = torch.randn(8, 8)
+    assert torch.equal(replay(y), y)
+    module2 = _load(tmp_path, """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                s = torch.ones(4, device=x.device)
+                out = torch.empty_like(x)
+                launch(x, s, out)
+                return out.t_()
+    """, "kg_rh_inplace_t")
+    trace2, _ = _record(module2, x)
+    assert not trace2.torch_compute and trace2.outputs[0]["t"]["stride"] == [1, 8]  # the layout rule sees it
