@@ -1,7 +1,7 @@
 """The GPU's program semantics under Triton's CPU interpreter, where the interpreter's own differ.
 
 `interpreter.py` makes the interpreter *run* what a GPU answer runs (autotune, libdevice, driver
-facts). This module makes it *compute* what the GPU computes, for four things an answer may do
+facts). This module makes it *compute* what the GPU computes, for five things an answer may do
 that the interpreter (triton 3.9) handles in plain Python instead:
 
 - `a and b`, `a or b` between tensors: the GPU front end evaluates every dynamic operand and combines
@@ -15,6 +15,8 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   Python float itself, so `scale.to(tl.float16)` failed and arithmetic ran in float64.
 - A grid callable gets the launch's own arguments on the GPU (tensors, ints); the interpreter gave it
   the converted kernel arguments (pointers as 0-d tensors).
+- Masks: a block mask `&` a scalar condition (`(cols < n) & (row < m)`) reached a load as int32 data and
+  the interpreter refused it; the GPU compiles it. Masked loads and stores take the mask's values as bools.
 
 `install` replaces `GridExecutor.__call__` with `_run_grid` (the interpreter's steps, with the three
 launch differences fixed) and adds a `BoolOp` rewrite to the interpreter's AST transformer. It only
@@ -59,7 +61,35 @@ def install() -> str:
     if not hasattr(transformer, "visit_BoolOp"):
         transformer.visit_BoolOp = _visit_bool_op
     interp._kernelgym_bool_op = bool_op  # rewritten kernels see the interpreter module's globals
+    _bool_masks(getattr(interp, "InterpreterBuilder", None))
     return ""
+
+
+# -- masks ---------------------------------------------------------------------------------------
+def _bool_masks(builder: Any) -> None:
+    """Masked loads and stores with the mask's values as bools. The front end has already checked that the
+    mask is `tl.int1` (the GPU's check), but the interpreter types a comparison of a scalar by its operand:
+    `(cols < n) & (row < m)` with `row = tl.program_id(0)` reached the load as int32 data and raised "mask has
+    unsupported dtype" on CPU only (red-team s13), where the GPU compiles it."""
+    for name in ("create_masked_load", "create_masked_store"):
+        original = getattr(builder, name, None) if builder is not None else None
+        if original is None or getattr(original, "_kernelgym", False):
+            continue
+        setattr(builder, name, _with_bool_mask(original))
+
+
+def _with_bool_mask(original: Callable[..., Any]) -> Callable[..., Any]:
+    def call(self: Any, ptrs: Any, *args: Any) -> Any:
+        mask_at = 0 if original.__name__ == "create_masked_load" else 1  # (mask, other, ...) / (value, mask, ...)
+        mask = args[mask_at]
+        data = getattr(mask, "data", None)
+        if isinstance(data, np.ndarray) and data.dtype != np.bool_:
+            args = (*args[:mask_at], type(mask)(data != 0, mask.dtype), *args[mask_at + 1:])
+        return original(self, ptrs, *args)
+
+    call._kernelgym = True  # type: ignore[attr-defined]
+    call.__name__ = original.__name__
+    return call
 
 
 # -- boolean operators ---------------------------------------------------------------------------
