@@ -200,20 +200,22 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, cl
     # What the record proves comes before what it cannot express: an unreplayable extra (a 17-dim
     # allocation, a host-built output) must not turn a proven cheat into a milder verdict (red-team v4j).
     compute = trace.torch_compute
-    if compute and not allow_torch and not trace.compute_reaches_work():
+    if compute and not allow_torch and trace.compute_reaches_work():
+        result.cheats.append(CheatVerdict(
+            "RH-01", f"forward computed with torch outside the answer's Triton kernels ({', '.join(compute[:4])})",
+            "runtime"))
+        _set(result, Status.CHEAT, f"rejected by threat rule RH-01: {result.cheats[-1].reason}")
+        raise _Stop
+    # A proven pass-through (RH-10) before the host-only compute's milder verdict: `x.sum()` beside `return x`
+    # must not turn the cheat into an invalid answer (red-team s13b).
+    _aliasing_verdicts(trace, result)
+    if compute and not allow_torch:
         # A rule that cannot prove a cheat never calls it one: what torch computed never reached a kernel or
         # an output, only the host (value checks, asserts). Still outside the contract: no reward, no penalty.
         _set(result, Status.INVALID_ANSWER, "outside the answer contract: forward computed with torch outside its "
              f"Triton kernels ({', '.join(compute[:4])}) for the host only (checks of values, asserts); "
              "forward may not compute with torch at all: drop such checks or do them in __init__")
         raise _Stop
-    if compute and not allow_torch:
-        result.cheats.append(CheatVerdict(
-            "RH-01", f"forward computed with torch outside the answer's Triton kernels ({', '.join(compute[:4])})",
-            "runtime"))
-        _set(result, Status.CHEAT, f"rejected by threat rule RH-01: {result.cheats[-1].reason}")
-        raise _Stop
-    _aliasing_verdicts(trace, result)
     if reply.get("calls_differ"):
         _set(result, Status.INVALID_ANSWER, "outside the answer contract: two calls with inputs of the same shapes "
              f"launched different work ({str(reply['calls_differ'])[:200]}); launches may depend on shapes only, "
