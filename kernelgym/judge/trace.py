@@ -365,9 +365,12 @@ class Trace:
         """Whether what torch computed outside the kernels (`torch_compute`) can reach a kernel's arguments or
         the outputs: a buffer a compute operator wrote is tainted, and so is every buffer an operator writes
         from a tainted one; a launch or an output touching a tainted buffer is reached. Whole buffers, never
-        parts (a compute result anywhere in a buffer taints all of it), so the answer is never a false "no".
-        "No" means torch computed only what the host read (Liger's asserts on a target's range) or nothing
-        used: no cheat can be proven, whatever else the contract says of it."""
+        parts (a compute result anywhere in a buffer taints all of it). Not followed (red-team s13b): values
+        that pass through the host (`.item()` into a kernel's scalar: `host_reads` refuses those anyway) and
+        operators that write their arguments but list no outputs (`_foreach_*_`, which the capability scan
+        refuses). "No" therefore never makes an answer `ok`; it means torch computed nothing the trace ties to
+        the work (Liger's asserts on a target's range), so no cheat is proven, and the caller says
+        `invalid_answer`."""
         compute = set(self.torch_compute)
         tainted: set[int] = set()
         for e in self.entries:

@@ -189,15 +189,14 @@ def _use_device(device: str) -> None:
 
 def serve(conn: Connection, spec: WorkerSpec, scratch_root: Path) -> None:
     """Run jobs from `conn` until `stop` or EOF, then kill every candidate and exit the process."""
-    import torch
-    import triton  # noqa: F401 - imported now so no job pays for it
+    import torch  # noqa: F401 - imported now so no job pays for it
+    import triton  # noqa: F401
 
     from kernelgym.judge.versions import software_versions
     from kernelgym.worker.evaluator import Evaluator
     from kernelgym.worker.warm_pool import WarmPool
 
-    if spec.device.startswith("cuda:"):
-        torch.cuda.set_device(spec.device)
+    _use_device(spec.device)
     evaluator = Evaluator(spec.device, spec.judge_config)
     pool = (WarmPool(spec.device, spec.warm_pool_size, scratch_root=scratch_root, fork_server=spec.fork_server)
             if spec.warm_pool_size else None)
