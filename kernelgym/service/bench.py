@@ -292,7 +292,8 @@ def _do_bench_ms(task_id: str, device: str) -> float | None:
     spec.loader.exec_module(answer)
     model = answer.ModelNew(*make_init_inputs(module, 0)).to(device)
     inputs = make_inputs(module, 1, "task", device)
-    with torch.no_grad():
+    # do_bench's events go to the current device, which is GPU 0 in a new thread whatever `device` says
+    with torch.no_grad(), torch.cuda.device(device):
         return float(triton.testing.do_bench(lambda: model(*inputs), warmup=25, rep=100))
 
 
