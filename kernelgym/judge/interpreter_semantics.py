@@ -79,13 +79,18 @@ def _bool_masks(builder: Any) -> None:
 
 
 def _with_bool_mask(original: Callable[..., Any]) -> Callable[..., Any]:
-    def call(self: Any, ptrs: Any, *args: Any) -> Any:
-        mask_at = 0 if original.__name__ == "create_masked_load" else 1  # (mask, other, ...) / (value, mask, ...)
-        mask = args[mask_at]
+    mask_at = 0 if original.__name__ == "create_masked_load" else 1  # after ptrs: (mask, other, ...) / (value, mask, ...)
+
+    def as_bool(mask: Any) -> Any:
         data = getattr(mask, "data", None)
-        if isinstance(data, np.ndarray) and data.dtype != np.bool_:
-            args = (*args[:mask_at], type(mask)(data != 0, mask.dtype), *args[mask_at + 1:])
-        return original(self, ptrs, *args)
+        return type(mask)(data != 0, mask.dtype) if isinstance(data, np.ndarray) and data.dtype != np.bool_ else mask
+
+    def call(self: Any, ptrs: Any, *args: Any, **kwargs: Any) -> Any:
+        if "mask" in kwargs:
+            kwargs["mask"] = as_bool(kwargs["mask"])
+        elif len(args) > mask_at:
+            args = (*args[:mask_at], as_bool(args[mask_at]), *args[mask_at + 1:])
+        return original(self, ptrs, *args, **kwargs)
 
     call._kernelgym = True  # type: ignore[attr-defined]
     call.__name__ = original.__name__

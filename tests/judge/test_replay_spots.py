@@ -42,6 +42,7 @@ class _Session(ReplayOps):
         self.helpers = {"ship_outputs": ship_outputs, "host_copy": host_copy}
         self.code_path = ""
         self.hold_pool = None
+        self.device = None  # no GPU here: time_calls times on the thread's current device (stood in for)
 
 
 def _measure(replayer, seed=11, size=6, reps=30, warmup=2, pooled=False):
