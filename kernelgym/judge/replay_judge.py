@@ -375,26 +375,31 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
         _check_error(reply, result, f"trial {t.index}: ")
         if reply.get("inputs_digest") != t.inputs_digest:
             raise RuntimeError("the replay drew other inputs than the reference")  # our bug, not the answer's
-        if reply.get("mutated_inputs"):
-            result.cheats.append(CheatVerdict("RH-10", f"the answer's kernels wrote into input(s) "
-                                              f"{reply['mutated_inputs']}", "runtime"))
-            _set(result, Status.CHEAT, f"rejected by threat rule RH-10: {result.cheats[-1].reason}")
-            raise _Stop
+        # Inputs written by the answer's kernels prove no cheat here: each side draws its own inputs, so nothing
+        # the reference reads can be changed, and a value-dependent speed gain from it cannot be shown from one
+        # call. It breaks the task's semantics (the caller's tensors change), so it is never `ok`: the verdict
+        # is the output's when that is wrong (the likelier bug: scratch in the input), else `invalid_answer`.
+        mutated = reply.get("mutated_inputs")
         outputs = reply.get("outputs", [])
         sequence = reply.get("is_sequence")
         actual = outputs if sequence else (outputs[0] if len(outputs) == 1 else outputs)
         scaled = base_distribution(t.distribution) == "wide"
         with clock.locked(result.device, exclusive=False), clock("compare"):  # comparisons run kernels
             cmp = compare_outputs(t.expected, actual, config, scaled=scaled, layout=reply.get("layout"))
-            if ghost_passed[slot] and cmp.passed:
+            if ghost_passed[slot] and cmp.passed and not mutated:
                 ghost_passed[slot] = _ghost_passes(reply, t.expected, sequence, scaled, config)
         result.trials.append(TrialResult(t.index, t.label, t.grad, cmp.passed, cmp.max_abs_error, cmp.max_rel_error,
                                          cmp.mismatched, cmp.total, cmp.message))
         t.expected = None
+        written = f"the answer's kernels wrote into input(s) {mutated}" if mutated else ""
         if not cmp.passed:
             failed = result.trials[-1]
             _set(result, Status.WRONG_OUTPUT, f"wrong output in trial {failed.index} ({failed.distribution} inputs): "
-                 f"{failed.message}")
+                 f"{failed.message}" + (f"; {written}: forward must leave its inputs unchanged" if written else ""))
+            raise _Stop
+        if written:
+            _set(result, Status.INVALID_ANSWER, f"outside the answer contract: {written}; forward must leave its "
+                 "inputs unchanged: write intermediates and outputs to memory forward allocates")
             raise _Stop
         with clock("reference"):
             t = plan.next()

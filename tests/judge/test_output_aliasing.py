@@ -55,3 +55,30 @@ def test_launch_buffers_lists_what_kernels_took():
                        {"launch": "k", "grid": [1, 1, 1], "args": [view(2), view(1), 4], "options": {}}],
               outputs=[view(1)])
     assert t.launch_buffers() == {1, 2}
+
+
+def test_kernels_using_the_input_as_scratch_are_outside_the_contract_not_a_cheat(relu):
+    # The fourteenth session's RL run: a policy chaining kernels through `x` as scratch was `cheat RH-10`. Each
+    # side draws its own inputs in the replay design, so the writes fool nothing; the caller's tensor changes all
+    # the same, so never `ok`.
+    r = judge(relu, _answer("""
+x = x.contiguous()
+out = torch.empty_like(x)
+relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, x, x.numel(), BLOCK=1024)
+relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+return out
+"""), CPU)
+    assert r.status is Status.INVALID_ANSWER and not r.cheats, r.message
+    assert "wrote into input(s) [0]" in r.message
+
+
+def test_a_wrong_output_that_also_wrote_its_input_is_wrong_output(relu):
+    r = judge(relu, _answer("""
+x = x.contiguous()
+out = torch.empty_like(x)
+relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, x, x.numel(), BLOCK=1024)
+relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel() // 2, BLOCK=1024)
+return out
+"""), CPU)
+    assert r.status is Status.WRONG_OUTPUT and not r.cheats, r.message
+    assert "wrote into input(s) [0]" in r.message
