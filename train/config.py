@@ -29,6 +29,9 @@ class KernelGymArguments:
 
     tasks: str = field(default="builtin", metadata={"help": "task spec: a built-in id, comma-separated ids, "
                                                     "builtin, a directory, kernelbench:PATH[:levelN], hf:NAME"})
+    task_max_ops: int = field(default=0, metadata={
+        "help": "keep only generated tasks whose op chain has at most this many ops (Task.meta num_ops; tasks "
+                "without it are kept); 0: all. A curriculum: groups on tasks no rollout solves carry no advantage"})
     base_adapter: str | None = field(default=None, metadata={
         "help": "a peft adapter directory (the SFT LoRA) merged into the model before training: RL then trains "
                 "its own adapter (use_peft) on base + SFT; parts from `python -m train.adapter_parts split` are "
@@ -84,6 +87,8 @@ class KernelGymArguments:
             raise ValueError(f"turn_reward must be one of {TURN_REWARDS}, not {self.turn_reward!r}")
         if self.stop_on not in STOP_RULES:
             raise ValueError(f"stop_on must be one of {STOP_RULES}, not {self.stop_on!r}")
+        if self.task_max_ops < 0:
+            raise ValueError(f"task_max_ops must be >= 0 (0: every task), not {self.task_max_ops}")
         if self.max_turns < 1 or self.max_turn_tokens < 1 or self.judge_workers < 1 or self.rollout_waves < 1:
             raise ValueError("max_turns, max_turn_tokens, judge_workers and rollout_waves must be >= 1")
         if not 0.0 < self.gamma <= 1.0:

@@ -111,3 +111,31 @@ def test_main_stops_at_its_time_budget_and_the_same_command_resumes(tmp_path, mo
     assert main(cmd) == 0
     state = json.loads((tmp_path / "trainer_state.json").read_text())
     assert state["global_step"] == 2 and (tmp_path / "model.safetensors").exists()
+
+
+def test_task_max_ops_keeps_short_chains_and_tasks_that_do_not_say(tmp_path):
+    from kernelgym.tasks import load_builtin
+    from kernelgym.tasks.task import Task
+    from train.grpo import within_max_ops
+
+    relu = load_builtin("relu")[0]
+    chain = lambda i, n: Task(task_id=f"g{i}", source=relu.source, meta={"num_ops": n})  # noqa: E731
+    listed = Task(task_id="l", source=relu.source, meta={"ops": ["relu", "softmax", "gelu", "abs"]})
+    tasks = [chain(1, 1), chain(2, 3), chain(3, 4), listed, relu]
+    assert [t.task_id for t in within_max_ops(tasks, 3)] == ["g1", "g2", "relu"]
+    assert within_max_ops(tasks, 0) == tasks
+    kg, _, _ = parse_args(["--config", CONFIG, "--task_max_ops", "2"])
+    assert kg.task_max_ops == 2
+    with pytest.raises(ValueError, match="task_max_ops must be >= 0"):
+        parse_args(["--config", CONFIG, "--task_max_ops", "-1"])
+    with pytest.raises(ValueError, match="of at most 1 ops"):
+        build_trainer(*parse_args(["--config", CONFIG, "--output_dir", str(tmp_path), "--tasks",
+                                   f"gen:{_one_chain(tmp_path)}", "--task_max_ops", "1"]))
+
+
+def _one_chain(tmp_path):
+    from kernelgym.taskgen.dataset import write_split
+    from kernelgym.tasks import load_builtin
+
+    row = {"task_id": "g", "code": load_builtin("relu")[0].source, "split": "train", "num_ops": 2, "ops": ["a", "b"]}
+    return write_split([row], tmp_path / "train", "jsonl")
