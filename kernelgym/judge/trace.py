@@ -370,16 +370,29 @@ class Trace:
         operators that write their arguments but list no outputs (`_foreach_*_`, which the capability scan
         refuses). "No" therefore never makes an answer `ok`; it means torch computed nothing the trace ties to
         the work (Liger's asserts on a target's range), so no cheat is proven, and the caller says
-        `invalid_answer`."""
+        `invalid_answer`.
+
+        The model's state outlives the call: torch-computed bytes left in it are what the next call starts
+        from (`self.cache.copy_(torch.relu(x))` after the launch that copies `self.cache` to the output, a
+        one-call-late cache: red-team s14). So the walk runs a second time, as the next call would, with
+        that state tainted from the start (host-built state is rebuilt by every call: not carried)."""
         compute = set(self.torch_compute)
-        tainted: set[int] = set()
-        for e in self.entries:
-            if "launch" in e:
-                if _buffers_in(e.get("args")) & tainted:
-                    return True
-            elif "aten" in e and (e["aten"] in compute or _buffers_in((e.get("args"), e.get("kwargs"))) & tainted):
-                tainted |= _buffers_in(e.get("outs"))
-        return bool(_buffers_in(self.outputs) & tainted)
+        carried: set[int] = set()
+        for _ in range(2):
+            tainted = set(carried)
+            for e in self.entries:
+                if "launch" in e:
+                    if _buffers_in(e.get("args")) & tainted:
+                        return True
+                elif "aten" in e and (e["aten"] in compute
+                                      or _buffers_in((e.get("args"), e.get("kwargs"))) & tainted):
+                    tainted |= _buffers_in(e.get("outs"))
+            if _buffers_in(self.outputs) & tainted:
+                return True
+            carried = {b for b in tainted if self.buffers[b]["kind"] == "state" and not self.buffers[b].get("host")}
+            if not carried:
+                return False
+        return False
 
 
 def _buffers_in(value: Any) -> set[int]:

@@ -61,6 +61,21 @@ def test_inside_a_tensor_descriptor_too():
     assert t.compute_reaches_work()
 
 
+def test_compute_left_in_state_reaches_the_next_calls_kernel():
+    # `copy_kernel(self.cache, out)` then `self.cache.copy_(torch.relu(x))`: a one-call-late cache (red-team s14)
+    buffers = [{"kind": "input", "index": 0, "nbytes": 32}, {"kind": "state", "index": 0, "nbytes": 32},
+               {"kind": "scratch", "index": 0, "nbytes": 32}, {"kind": "scratch", "index": 1, "nbytes": 32}]
+    entries = [_launch(1, 2), _aten("aten.relu.default", [0], [3]), _aten("aten.copy_.default", [1, 3], [1])]
+    t = Trace(buffers=buffers, entries=entries, outputs=[_view(2)], torch_compute=["aten.relu.default"])
+    assert t.compute_reaches_work()
+    host = [dict(b, host=True) if b["kind"] == "state" else b for b in buffers]  # rebuilt by every call
+    assert not Trace(buffers=host, entries=entries, outputs=[_view(2)],
+                     torch_compute=["aten.relu.default"]).compute_reaches_work()
+    unused = [_launch(0, 2), _aten("aten.relu.default", [0], [3]), _aten("aten.copy_.default", [1, 3], [1])]
+    assert not Trace(buffers=buffers, entries=unused, outputs=[_view(2)],  # state no launch or output reads
+                     torch_compute=["aten.relu.default"]).compute_reaches_work()
+
+
 @pytest.fixture(scope="module")
 def relu():
     return load_builtin("relu")[0]
