@@ -321,7 +321,7 @@ class Recorder(TorchDispatchMode):
             recorded_kwargs = {k: self.value(v, where) for k, v in kwargs.items()}
         except RecordError as e:
             self.unreplayable.append(str(e))
-            return func(*args, **kwargs)
+            recorded_args = None
         out = func(*args, **kwargs)
         outs = out if isinstance(out, (tuple, list)) else [out]
         used = {_key(t) for t in _tensors((args, kwargs))}
@@ -329,12 +329,39 @@ class Recorder(TorchDispatchMode):
             if isinstance(o, torch.Tensor) and _key(o) not in used and _key(o) not in self._by_ptr:
                 self._born.add(_key(o))
         try:
+            if recorded_args is None:
+                raise RecordError("")  # already named among the unreplayable reasons
             self.entries.append({"aten": where, "args": recorded_args, "kwargs": recorded_kwargs,
                                  "outs": [self.value(o, where) if isinstance(o, torch.Tensor) else None
                                           for o in outs]})
         except RecordError as e:
-            self.unreplayable.append(str(e))
+            if recorded_args is not None:
+                self.unreplayable.append(str(e))
+            self._untraced(where, (args, kwargs), outs)
         return out
+
+    def _untraced(self, where: str, inputs: Any, outs: Any) -> None:
+        """An operator the trace cannot express (a complex128 or 17-dim tensor): the trace is unreplayable
+        already, but what it read and wrote stays in it as whole-storage byte views, so that the compute
+        taint (`Trace.compute_reaches_work`) follows through it. `(c * 0.5 + c.abs() * 0.5).real.float()` of
+        `c = x.to(torch.complex128)` computed relu with torch, and with those operators left out of the trace
+        the judge said "for the host only" (`invalid_answer`) instead of RH-01 (red-team s14)."""
+        def whole(ts: list[torch.Tensor]) -> list[dict[str, Any]]:
+            views = []
+            for t in ts:
+                try:
+                    _STATE["in_launch"] += 1  # the recorder's own view is not the answer's operator
+                    try:
+                        flat = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+                    finally:
+                        _STATE["in_launch"] -= 1
+                    views.append({"t": self.ref(flat)})
+                except (RecordError, RuntimeError, TypeError):
+                    continue
+            return views
+
+        written = [o for o in outs if isinstance(o, torch.Tensor)]
+        self.entries.append({"aten": where, "args": whole(_tensors(inputs)), "kwargs": {}, "outs": whole(written)})
 
     def _host_constant(self, t: torch.Tensor) -> None:
         """A tensor forward filled from host Python: state whose bytes are taken now, as built."""

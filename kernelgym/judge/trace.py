@@ -144,7 +144,9 @@ class Trace:
                 (kept._check_launch if "launch" in e else kept._check_aten)(i, e)
                 kept.entries.append(e)
             except (TraceError, KeyError, TypeError):
-                pass
+                stub = _taint_stub(e, buffers)
+                if stub is not None:
+                    kept.entries.append(stub)
         for o in outputs:  # one at a time: a bad extra output must not hide a good one's kind
             try:
                 kept._check_value(o, "outputs")
@@ -409,6 +411,23 @@ def _buffers_in(value: Any) -> set[int]:
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
     return found
+
+
+def _taint_stub(e: Any, buffers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A torch entry `within_limits` must leave out (a complex128 view, a 17-dim one) as what it read and
+    wrote, whole buffers as bytes: the trace is unreplayable already, but the compute taint
+    (`compute_reaches_work`) must still follow through it. `c = x.to(torch.complex128)`, then
+    `(c * 0.5 + c.abs() * 0.5).real.float()` handed to a copy kernel computed relu with torch, and with those
+    entries cut the judge said "for the host only" (`invalid_answer`) instead of RH-01 (red-team s14)."""
+    if not (isinstance(e, dict) and isinstance(e.get("aten"), str) and _OP_NAME.match(e["aten"])):
+        return None
+
+    def whole(value: Any) -> list[dict[str, Any]]:
+        return [{"t": {"buf": b, "offset": 0, "size": [buffers[b]["nbytes"]], "stride": [1], "dtype": "uint8"}}
+                for b in sorted(_buffers_in(value)) if _int(b, 0) and b < len(buffers)]
+
+    return {"aten": e["aten"], "args": whole((e.get("args"), e.get("kwargs"))), "kwargs": {},
+            "outs": whole(e.get("outs"))}
 
 
 def _buffer_table_ok(buffers: Any) -> bool:

@@ -76,6 +76,40 @@ def test_compute_left_in_state_reaches_the_next_calls_kernel():
                      torch_compute=["aten.relu.default"]).compute_reaches_work()
 
 
+def test_taint_follows_through_entries_the_trace_cannot_express():
+    # `c = x.to(torch.complex128)`; `(c * 0.5 + c.abs() * 0.5).real.float()` to a copy kernel (red-team s14):
+    # `within_limits` cut the complex entries, and with them the taint ("for the host only", invalid_answer)
+    def cview(buf, dtype="complex128", stride=1):
+        return {"t": {"buf": buf, "offset": 0, "size": [8], "stride": [stride], "dtype": dtype}}
+    buffers = [{"kind": "input", "index": 0, "nbytes": 32}] + [{"kind": "scratch", "index": 0, "nbytes": 128}
+                                                               for _ in range(3)] + \
+              [{"kind": "scratch", "index": 0, "nbytes": 32} for _ in range(2)]
+    entries = [{"aten": "aten._to_copy.default", "args": [_view(0)], "kwargs": {}, "outs": [cview(1)]},
+               {"aten": "aten.abs.default", "args": [cview(1)], "kwargs": {}, "outs": [cview(2)]},
+               {"aten": "aten._to_copy.default", "args": [cview(2, "float64", 2)], "kwargs": {}, "outs": [_view(4)]},
+               _launch(4, 5)]
+    t = Trace(buffers=buffers, entries=entries, outputs=[_view(5)],
+              torch_compute=["aten.abs.default"]).within_limits()
+    assert t.unreplayable and t.compute_reaches_work()
+    t.validate()  # the stubs are well-formed trace entries
+
+
+def test_recorder_keeps_taint_through_an_argument_it_cannot_record():
+    import torch
+
+    from kernelgym.judge import recorder
+
+    recorder.install()
+    x = torch.randn(8)
+    gen = torch.Generator().manual_seed(0)
+    rec = recorder.Recorder([x], {})
+    with torch.no_grad(), rec:
+        r = torch.normal(x, 1e-30, generator=gen).to(torch.float64)  # a Generator has no trace form
+    t = Trace.from_wire(rec.finish(r).to_wire())
+    assert t.unreplayable and [b["kind"] for b in t.buffers] == ["input", "scratch", "scratch"]
+    assert t.compute_reaches_work()
+
+
 @pytest.fixture(scope="module")
 def relu():
     return load_builtin("relu")[0]
