@@ -208,7 +208,7 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, cl
         raise _Stop
     # A proven pass-through (RH-10) before the host-only compute's milder verdict: `x.sum()` beside `return x`
     # must not turn the cheat into an invalid answer (red-team s13b).
-    _aliasing_verdicts(trace, result)
+    _aliasing_verdicts(trace, result, _written_buffers(reply, len(trace.buffers)))
     if compute and not allow_torch:
         # A rule that cannot prove a cheat never calls it one: what torch computed never reached a kernel or
         # an output, only the host (value checks, asserts). Still outside the contract: no reward, no penalty.
@@ -301,11 +301,22 @@ def scratch_problem(trace: Any) -> str | None:
     return trace.scratch_problem()
 
 
-def _aliasing_verdicts(trace: Any, result: EvalResult) -> None:
+def _written_buffers(reply: dict[str, Any], count: int) -> set[int] | None:
+    """The buffers the recording child says the recorded call wrote (None: not said or malformed). The child
+    is untrusted: a false "written" only keeps the milder `invalid_answer` it would get without the list."""
+    w = reply.get("written_buffers")
+    if not (isinstance(w, list) and len(w) <= count
+            and all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < count for b in w)):
+        return None
+    return set(w)
+
+
+def _aliasing_verdicts(trace: Any, result: EvalResult, written: set[int] | None = None) -> None:
     """An output that is a view of an input or of the model's state, which no kernel of the call took as an
     argument, was made by no call at all (RH-10: a pass-through or a cached result). One that a kernel took may
     have been written in place (FlagGems' in-place fused add + RMSNorm): outside the contract (outputs are memory
-    the call allocates), but no cheat is proven. A tensor forward built from host data in the call is not the
+    the call allocates), but no cheat is proven, unless the recorded call left its bytes as they were (`written`,
+    the child's comparison): then a launch only read it, and the output is a pass-through (red-team s14). A tensor forward built from host data in the call is not the
     model's state (it is rebuilt by every call): whether its bytes are the kernels' is `_output_verdicts`'."""
     launched = trace.launch_buffers()
     in_place = []
@@ -313,7 +324,7 @@ def _aliasing_verdicts(trace: Any, result: EvalResult) -> None:
         b = trace.buffers[ref["buf"]]
         if b["kind"] == "input" or (b["kind"] == "state" and not b.get("host")):
             what = "an input" if b["kind"] == "input" else "the model state"
-            if ref["buf"] in launched:
+            if ref["buf"] in launched and (written is None or ref["buf"] in written):
                 in_place.append(what)
             else:
                 result.cheats.append(CheatVerdict("RH-10", f"an output is a view of {what}, not memory the call wrote",

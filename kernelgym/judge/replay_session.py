@@ -53,12 +53,15 @@ class RecordOps:
                           for v in gen(seed, msg["distribution"])]
                 costs["draw"] += clock() - t
                 t = clock()
+                pristine = [v.clone() if isinstance(v, torch.Tensor) else None for v in inputs] if not traces else []
                 rec = recorder.Recorder(inputs, recorder.state_storages(model, module_globals))
                 with torch.no_grad(), rec:
                     out = model(*inputs)
                 if self.device != "cpu":
                     torch.cuda.synchronize()
                 traces.append((rec.finish(out), rec))
+                if pristine:
+                    written = recorder.written_buffers(traces[0][0], rec, inputs, pristine)
                 costs["calls"] += clock() - t
                 alive.append(inputs)
                 del out
@@ -70,7 +73,8 @@ class RecordOps:
         reply = {"trace": trace.to_wire(), "kernels": rec.kernel_specs(),
                  "state": [[buf, data.cpu()] for buf, data in rec.state_bytes.items()],
                  "calls_differ": (recorder.first_difference(trace, second)
-                                  or recorder.host_constants_differ(trace, rec, rec2))}
+                                  or recorder.host_constants_differ(trace, rec, rec2)),
+                 "written_buffers": written}
         costs["wire"] += clock() - t
         return reply | {"host_s": costs}
 
