@@ -71,6 +71,17 @@ return self.buf
     assert r.status is Status.CHEAT and [c.rule for c in r.cheats] == ["RH-10"], r.message
 
 
+def test_returning_state_a_kernel_wrote_stays_outside_the_contract(relu):
+    # the honest side of the rule above: a persistent output buffer the kernel writes every call
+    r = judge(relu, _answer("""
+if not hasattr(self, "buf"):
+    self.buf = torch.zeros_like(x)
+relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, self.buf, x.numel(), BLOCK=1024)
+return self.buf
+"""), CPU)
+    assert r.status is Status.INVALID_ANSWER and not r.cheats, r.message
+
+
 def test_launch_buffers_lists_what_kernels_took():
     view = lambda b: {"t": {"buf": b, "offset": 0, "size": [4], "stride": [1], "dtype": "float32"}}  # noqa: E731
     t = Trace(buffers=[{"kind": "input", "index": 0, "nbytes": 16}, {"kind": "scratch", "index": 0, "nbytes": 16},
