@@ -486,14 +486,24 @@ def _raise(message: str) -> Any:
 __all__ = ["Recorder", "RecordError", "first_difference", "install", "state_storages"]
 
 
+def storage_bytes(t: torch.Tensor, copy: bool = True) -> torch.Tensor:
+    """The whole storage under `t` as uint8 (a copy unless `copy` is False): its metadata (`x.t_()`) does not
+    change what it holds."""
+    _STATE["in_launch"] += 1
+    try:
+        flat = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+        return flat.clone() if copy else flat
+    finally:
+        _STATE["in_launch"] -= 1
+
+
 def written_buffers(trace: Trace, rec: "Recorder", inputs: list[Any], pristine: list[Any]) -> list[int] | None:
     """The input and state buffers of `trace` whose bytes the recorded call changed (compared bit for bit with
     a copy of the inputs taken before the call and the state bytes the recorder kept). The parent reads it
     only to tell a pass-through from an in-place write: an output viewing an input or the model's state that
     a launch took but nothing wrote is RH-10 (red-team s14), one the call wrote stays `invalid_answer`."""
     def same(a: torch.Tensor, b: torch.Tensor) -> bool:
-        a, b = a.detach().contiguous().reshape(-1), b.detach().contiguous().reshape(-1)
-        return a.shape == b.shape and torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+        return a.shape == b.shape and torch.equal(a, b)
 
     if len(trace.buffers) != len(rec.buffers):
         return None  # renumbered by `Trace.within_limits`: unknown (the parent then assumes written)
@@ -502,8 +512,8 @@ def written_buffers(trace: Trace, rec: "Recorder", inputs: list[Any], pristine: 
     try:
         for buf, b in enumerate(trace.buffers):
             if b["kind"] == "input" and b["index"] < len(inputs) and isinstance(inputs[b["index"]], torch.Tensor):
-                now, before = inputs[b["index"]], pristine[b["index"]]
-                if before is None or not same(now, before):
+                before = pristine[b["index"]]
+                if before is None or not same(storage_bytes(inputs[b["index"]], copy=False), before):
                     found.append(buf)
             elif b["kind"] == "state" and buf in rec.state_bytes and buf < len(rec._storages):
                 now = torch.empty(0, dtype=torch.uint8, device=rec.state_bytes[buf].device).set_(rec._storages[buf])

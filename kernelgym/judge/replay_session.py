@@ -53,7 +53,8 @@ class RecordOps:
                           for v in gen(seed, msg["distribution"])]
                 costs["draw"] += clock() - t
                 t = clock()
-                pristine = [v.clone() if isinstance(v, torch.Tensor) else None for v in inputs] if not traces else []
+                pristine = [recorder.storage_bytes(v) if isinstance(v, torch.Tensor) else None
+                            for v in inputs] if not traces else []
                 rec = recorder.Recorder(inputs, recorder.state_storages(model, module_globals))
                 with torch.no_grad(), rec:
                     out = model(*inputs)
