@@ -28,6 +28,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -211,8 +212,9 @@ def policy_model(base: Any, adapters: list[Path]) -> Any:
     return model.eval()
 
 
-def measure(base: Any, policies: list[tuple[str, list[Path]]], examples: list[Example]) -> list[PolicyResult]:
-    """Every policy over every example; paired NLL differences against the first policy."""
+def measure(base: Any, policies: list[tuple[str, list[Path]]], examples: list[Example]) -> Iterator[PolicyResult]:
+    """Every policy over every example, one policy at a time (so a caller can save as it goes); paired NLL
+    differences against the first policy."""
     results: list[PolicyResult] = []
     for label, adapters in policies:
         start = time.perf_counter()
@@ -233,7 +235,7 @@ def measure(base: Any, policies: list[tuple[str, list[Path]]], examples: list[Ex
             argmax_mismatch=Interval.of([s.argmax_mismatch for s in stats]),
             nll_minus_first=Interval.of([s.nll - f.nll for s, f in zip(stats, first)]) if first else None,
             weight_changes=changes, seconds=time.perf_counter() - start, examples=stats))
-    return results
+        yield results[-1]
 
 
 def format_table(results: list[PolicyResult]) -> str:
@@ -304,10 +306,14 @@ def main(argv: list[str] | None = None) -> int:
     examples = load_examples(args.data, tokenizer, args.limit, args.seed, args.max_answer_tokens, args.tasks)
     log.info("%d examples: %s; answer tokens %d (cut: %d)", len(examples), [e.task_id for e in examples],
              sum(len(e.answer_ids) for e in examples), sum(e.truncated for e in examples))
+    results: list[PolicyResult] = []
     with tempfile.TemporaryDirectory(prefix="drift_check_") as tmp:
         try:
             policies = [(label, [resolve_adapter(d, Path(tmp)) for d in dirs]) for label, dirs in args.policy]
-            results = measure(base, policies, examples)
+            for result in measure(base, policies, examples):
+                results.append(result)
+                if args.out:  # after every policy: a run cut short keeps what it measured
+                    _write(args.out, argv, start, examples, results)
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -316,14 +322,17 @@ def main(argv: list[str] | None = None) -> int:
         for w in r.weight_changes:
             print(f"{r.label}: {w.adapter}: {w.modules} modules, |dW|/|W| median {w.median_rel:.4%} "
                   f"max {w.max_rel:.4%}, ||dW|| {w.delta_norm:.4f}")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        record = {"argv": argv if argv is not None else sys.argv[1:], "seconds": time.perf_counter() - start,
-                  "examples": [{"task_id": e.task_id, "prompt_tokens": len(e.prompt_ids),
-                                "answer_tokens": len(e.answer_ids), "truncated": e.truncated} for e in examples],
-                  "policies": [asdict(r) for r in results]}
-        args.out.write_text(json.dumps(record, indent=1) + "\n")
     return 0
+
+
+def _write(out: Path, argv: list[str] | None, start: float, examples: list[Example],
+           results: list[PolicyResult]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    record = {"argv": argv if argv is not None else sys.argv[1:], "seconds": time.perf_counter() - start,
+              "examples": [{"task_id": e.task_id, "prompt_tokens": len(e.prompt_ids),
+                            "answer_tokens": len(e.answer_ids), "truncated": e.truncated} for e in examples],
+              "policies": [asdict(r) for r in results]}
+    out.write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":
