@@ -47,21 +47,23 @@ class RecordOps:
             module = sys.modules.get(self.MODULE_NAME)
             module_globals = vars(module) if module is not None else {}
             traces = []
+            written = None  # the first call's written inputs/state (`recorder.written_buffers`)
             for seed in (msg["seed"], msg["seed"] ^ 0x5DEECE66D):  # two calls, same shapes, other values
                 t = clock()
                 inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v
                           for v in gen(seed, msg["distribution"])]
                 costs["draw"] += clock() - t
                 t = clock()
+                first = not traces
                 pristine = [recorder.storage_bytes(v) if isinstance(v, torch.Tensor) else None
-                            for v in inputs] if not traces else []
+                            for v in inputs] if first else []
                 rec = recorder.Recorder(inputs, recorder.state_storages(model, module_globals))
                 with torch.no_grad(), rec:
                     out = model(*inputs)
                 if self.device != "cpu":
                     torch.cuda.synchronize()
                 traces.append((rec.finish(out), rec))
-                if pristine:
+                if first:
                     written = recorder.written_buffers(traces[0][0], rec, inputs, pristine)
                 costs["calls"] += clock() - t
                 alive.append(inputs)

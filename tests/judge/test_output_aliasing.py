@@ -117,3 +117,60 @@ return out
 """), CPU)
     assert r.status is Status.WRONG_OUTPUT and not r.cheats, r.message
     assert "wrote into input(s) [0]" in r.message
+
+
+NO_INPUTS_TASK = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(64, 32))
+
+    def forward(self):
+        return torch.relu(self.w)
+
+
+def get_inputs():
+    return []
+
+
+def get_init_inputs():
+    return []
+"""
+
+NO_INPUTS_ANSWER = """import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(64, 32))
+
+    def forward(self):
+        out = torch.empty_like(self.w)
+        relu_kernel[(triton.cdiv(self.w.numel(), 1024),)](self.w, out, self.w.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_a_task_without_inputs_is_recorded_and_judged():
+    # The recording child's byte comparison of the inputs (red-team s14) once assumed at least one input: a task
+    # whose forward reads only the model's state was `runtime_error` (UnboundLocalError) for a correct answer.
+    from kernelgym.tasks.task import Task
+
+    task = Task(task_id="state_relu", source=NO_INPUTS_TASK)
+    r = judge(task, NO_INPUTS_ANSWER, CPU)
+    assert r.status is Status.OK, r.message
