@@ -172,6 +172,10 @@ start_service() {  # the local backend on JUDGE_GPUS, in a session of its own so
   note "the judging service did not come up in 120 s: $(tail -3 "$logs/serve.log")"; return 1
 }
 stop_service() { [[ -f $work/serve.pid ]] && kill -- -"$(cat "$work/serve.pid")" 2>/dev/null; rm -f "$work/serve.pid"; }
+# `accelerate launch` with one process re-raises a child's exit status as its own exit 1 (CalledProcessError): the
+# trainer's 3 (time budget reached, checkpoint saved: resume) then read as a failure in the fifteenth session.
+launcher_code() {  # $1: the launcher's exit code, $2: its log
+  if (($1 == 1)) && grep -q 'returned non-zero exit status 3\.' "$2" 2>/dev/null; then echo 3; else echo "$1"; fi; }
 hard_limit() { echo $(( ${CALL_SECONDS:-570} - (SECONDS - t0) - 25 )); }  # seconds left for a training command
 train_seconds() {  # --max_seconds for a training command: what was asked, capped so that the trainer's own stop (and
   # its checkpoint) comes before the hard limit kills it; its clock starts after the model loads (STARTUP_SECONDS).
@@ -285,7 +289,7 @@ if want sft; then
     CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
       train/sft.py --config "$sft_config" --model_name_or_path "$base_model" --data runs/coldstart/train.jsonl --output_dir "$sft_dir" \
       --max_seconds "$(train_seconds "${SFT_SECONDS:-330}")" --resume_from_checkpoint auto --save_total_limit 1 ${SFT_ARGS:-} > "$logs/sft.log" 2>&1
-    code=$?
+    code=$(launcher_code $? "$logs/sft.log")
   fi
   note "sft: exit $code after $((SECONDS - start)) s ($(grep -c "'loss'" "$logs/sft.log" 2>/dev/null) loss lines)"
   case $code in
@@ -326,7 +330,7 @@ if want rl; then
   CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "${rl_launch[@]}" \
     train/grpo.py --config "$rl_config" --model_name_or_path "$base_model" --judge_url "$judge_url" --output_dir "$rl_dir" --base_adapter "$sft_dir" \
     --max_seconds "$(train_seconds "${RL_SECONDS:-330}")" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
-  code=$?
+  code=$(launcher_code $? "$logs/rl.log")
   note "rl: exit $code after $((SECONDS - start)) s; $(grep -m1 -o 'resuming from .*' "$logs/rl.log" || echo 'a new run')"
   case $code in
     0|3) ;;
