@@ -18,6 +18,7 @@
 #             background beside the call's other stages (sft or corpus leave GPUs 1-3 idle) for KBAUDIT_SECONDS,
 #             resumed by the next call; the rows go back in logs.tgz (kb_audit.jsonl: carry it with KB_AUDIT)
 #     eval    base, SFT and RL policies (adapters merged: train/merge_policy.py) on EVAL_SETS (heldout,
+#             heldout_more: 200 new held-out chains made here, seed HELDOUT_MORE_SEED=21, HELDOUT_MORE_N=200;
 #             heldout_family, kernelbench: level 1, its audit's degenerate tasks left out and listed), one GPU
 #             per model, in parallel (the service is stopped first); $OUT/eval_<model>.tgz
 #     carry   nothing but stashing what this call carried (every stage does that first)
@@ -353,6 +354,15 @@ if want eval; then
   kb_audit_wait  # a kbaudit of this call first: its rows are the KernelBench evals' screen
   rl_adapter=$rl_dir; [[ -f $rl_dir/adapter_model.safetensors ]] || rl_adapter=$(newest_checkpoint "$rl_dir")
   gpus=(${EVAL_GPUS:-0 1 2 3}); i=0; pids=()
+  # heldout_more: 200 new held-out chains (issue 27 asks >= 200; the corpus's own split has 107), generated here
+  # once, before the models share it: seeded, validated on the CPU, never a chain of any train split (the split is
+  # a salted hash of the chain). The fifteenth session made the same 200 on its CPU (heldout.jsonl sha256 8261eed77224…)
+  if [[ " ${EVAL_SETS:-} " == *" heldout_more "* && ! -f runs/heldout_more/heldout.jsonl ]]; then
+    "$PYTHON" -m kernelgym.cli tasks generate --out runs/heldout_more --n "${HELDOUT_MORE_N:-200}" \
+      --seed "${HELDOUT_MORE_SEED:-21}" --only-split heldout --heldout-families "${HELDOUT_MORE_FAMILIES:-loss,pooling}" \
+      --format jsonl --device cpu --no-progress > "$logs/heldout_more.log" 2>&1 \
+      || note "eval: heldout_more not generated ($(tail -1 "$logs/heldout_more.log"))"
+  fi
   for name in ${MODELS:-base sft rl}; do
     case $name in
       base) model=$base_model; [[ -n ${QWEN_GGUF:-} ]] && model="gguf:$QWEN_GGUF" ;;
@@ -367,12 +377,13 @@ if want eval; then
     ( for set in ${EVAL_SETS:-heldout heldout_family kernelbench}; do  # one model's sets, one after another, on its GPU
         case $set in
           heldout|heldout_family) spec="gen:runs/coldstart/tasks:$set"; flags=(--limit "${LIMIT:-200}" --no-audit --samples "${SAMPLES:-4}") ;;
+          heldout_more) spec="gen:runs/heldout_more:heldout"; flags=(--limit "${LIMIT:-200}" --no-audit --samples "${SAMPLES:-4}") ;;
           kernelbench)  # the real level-1 tasks at full size; the audit's degenerate tasks are left out and listed
             [[ -d runs/kernelbench/level1 ]] || { echo "eval: no KernelBench here (prepare with KB=DIR)"; continue; }
             spec="kernelbench:runs/kernelbench:level1"; flags=(--size auto --limit "${KB_LIMIT:-100}" --samples "${KB_SAMPLES:-1}" ${KB_EVAL_FLAGS:-})  # auto: full on a GPU
             mkdir -p "runs/eval_lora_${name}_$set"  # rows the kbaudit stage made: only the rest is audited here
             [[ -f runs/eval_lora_${name}_$set/audit.jsonl ]] || kb_audit_rows > "runs/eval_lora_${name}_$set/audit.jsonl" ;;
-          *) echo "EVAL_SETS: heldout, heldout_family or kernelbench, not $set"; exit 2 ;;
+          *) echo "EVAL_SETS: heldout, heldout_more, heldout_family or kernelbench, not $set"; exit 2 ;;
         esac
         # resumable: a run cut at the call's hard limit goes on from its generations and verdicts next call
         lim=$(hard_limit); ((lim > 30)) || { echo "eval $name $set: exit 124 (no time left in this call)"; exit 3; }

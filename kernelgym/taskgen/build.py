@@ -27,7 +27,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kernelgym.taskgen.compose import Candidate, ComposeConfig, compose
 from kernelgym.taskgen.dataset import rows_by_split, write_split
 from kernelgym.taskgen.fingerprint import code_hash
-from kernelgym.taskgen.splits import EvalIndex, family_ops, shared_signatures, split_of
+from kernelgym.taskgen.splits import (HELDOUT, HELDOUT_FAMILY, TRAIN, EvalIndex, family_ops, shared_signatures,
+                                      split_of)
 from kernelgym.taskgen.validate import OK, REASONS, Deduplicator, ValidationConfig, Verdict, validate_candidate
 
 
@@ -45,6 +46,10 @@ class BuildConfig:
     max_seconds: float = field(default=0.0, metadata={"help": "stop after this long, keeping what passed (0: never)"})
     exclude: str = field(default="", metadata={"help": "task spec of an evaluation set: candidates matching one of "
                                                        "its tasks (normalised AST or call chain) are rejected"})
+    only_split: str = field(default="", metadata={
+        "help": "keep only this split's tasks (train, heldout, heldout_family): the others are skipped before "
+                "validation, so a held-out set grows at a tenth of the cost; signatures decide splits the same "
+                "way in every build (a salted hash), so new held-out tasks never share a chain with any train set"})
     compose: ComposeConfig = field(default_factory=ComposeConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
 
@@ -53,10 +58,13 @@ class BuildConfig:
             raise ValueError("BuildConfig needs n >= 1 and jobs, max_candidates, max_seconds >= 0")
         self.heldout_families = tuple(sorted(self.heldout_families))
         split_of("", self.heldout_fraction, heldout_families=self.heldout_families)  # validates both
+        if self.only_split not in ("", TRAIN, HELDOUT, HELDOUT_FAMILY):
+            raise ValueError(f"only_split: one of {TRAIN}, {HELDOUT}, {HELDOUT_FAMILY}, not {self.only_split!r}")
 
     @property
     def candidate_limit(self) -> int:
-        return self.max_candidates or 10 * self.n
+        # one split alone: ~10 % of chains are held out, so ten times the candidates of a whole build
+        return self.max_candidates or (100 if self.only_split else 10) * self.n
 
 
 @dataclass
@@ -112,7 +120,11 @@ def _verdicts(config: BuildConfig, dedupe: Deduplicator, start: float) -> Iterat
                 digest = code_hash(candidate.source)
                 first = dedupe.seen(digest)
                 overlap = excluded.match(candidate.source) if excluded is not None else ""
-                if first is not None:
+                split = split_of(candidate.signature, config.heldout_fraction,
+                                 heldout_families=config.heldout_families) if config.only_split else ""
+                if split != config.only_split:
+                    window.append((candidate, Verdict("other_split", split, code_hash=digest)))
+                elif first is not None:
                     window.append((candidate, Verdict("duplicate", f"same normalised code as {first}",
                                                       code_hash=digest)))
                 elif overlap:
@@ -170,7 +182,7 @@ def build_stats(config: BuildConfig, rows: list[dict[str, Any]], verdicts: list[
     reasons = Counter(v["reason"] for v in verdicts)
     held_ops = family_ops(config.heldout_families)
     by_split = rows_by_split(rows)
-    checked = [v["seconds"] for v in verdicts if v["reason"] not in ("estimate", "duplicate", "eval_overlap")]
+    checked = [v["seconds"] for v in verdicts if v["reason"] not in ("estimate", "duplicate", "eval_overlap", "other_split")]
     examples: dict[str, list[dict[str, str]]] = {}
     for v in verdicts:
         if v["reason"] != OK and len(examples.setdefault(v["reason"], [])) < 3:

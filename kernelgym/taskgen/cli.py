@@ -31,7 +31,11 @@ def add_taskgen_parsers(tasks_sub: argparse._SubParsersAction) -> None:
     g.add_argument("--heldout-families", default="", metavar="FAMILY,...",
                    help="op families held out whole, e.g. pooling,loss: every chain with one of their ops goes to "
                         "the heldout_family split, so no train task has them (default: none, the splits of earlier runs)")
-    g.add_argument("--max-candidates", type=int, default=0, help="give up after this many candidates (0: 10 * n)")
+    g.add_argument("--only-split", default="", choices=["", "train", "heldout", "heldout_family"],
+                   help="keep only this split's tasks, skipping the others before validation: grows a held-out set "
+                        "(splits are a salted hash of the op chain, the same in every build)")
+    g.add_argument("--max-candidates", type=int, default=0,
+                   help="give up after this many candidates (0: 10 * n; 100 * n with --only-split)")
     g.add_argument("--max-seconds", type=float, default=0.0, help="stop after this long, keeping what passed")
     g.add_argument("--exclude", default="", help="task spec of an evaluation set (kernelbench:PATH, builtin, ...): "
                                                  "reject candidates with its normalised code or torch call chain")
@@ -65,7 +69,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     config = BuildConfig(n=args.n, seed=args.seed, heldout_fraction=args.heldout_fraction,
                          heldout_families=parse_families(args.heldout_families), jobs=args.jobs,
-                         max_candidates=args.max_candidates, max_seconds=args.max_seconds, exclude=args.exclude,
+                         only_split=args.only_split, max_candidates=args.max_candidates, max_seconds=args.max_seconds, exclude=args.exclude,
                          validation=validation)
     result = generate_tasks(config, progress=not args.no_progress)
     paths = write_outputs(result, args.out, args.format)

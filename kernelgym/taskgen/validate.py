@@ -38,7 +38,7 @@ from kernelgym.tasks.task import Task, TaskError
 
 OK = "ok"
 REASONS = ("estimate", "parse", "error", "non_finite", "non_deterministic", "degenerate", "suspicious",
-           "runtime_window", "duplicate", "eval_overlap")
+           "runtime_window", "duplicate", "eval_overlap", "other_split")
 _INPUT_SEED_SALT = 0x7A5C
 
 

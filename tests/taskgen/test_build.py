@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from kernelgym.cli import main
 from kernelgym.taskgen.build import BuildConfig, generate_tasks, write_outputs
 from kernelgym.taskgen.validate import REASONS
@@ -45,3 +47,24 @@ def test_cli_generate_writes_jsonl_and_stats(tmp_path):
     assert len(resolve_tasks(f"gen:{tmp_path / 'gen'}")) == 4
     assert main(["tasks", "overlap", f"gen:{tmp_path / 'gen'}", "relu,softmax"]) == 0
     assert main(["tasks", "generate", "--n", "0", "--out", str(tmp_path / "x")]) == 2  # a usage error
+
+
+def test_only_split_keeps_one_split_and_skips_the_others_before_validation():
+    from kernelgym.taskgen.splits import HELDOUT, split_of
+
+    config = BuildConfig(n=3, seed=5, jobs=1, only_split=HELDOUT, heldout_fraction=0.1)
+    result = generate_tasks(config, progress=False)
+    assert len(result.rows) == 3 and {r["split"] for r in result.rows} == {HELDOUT}
+    skipped = [v for v in result.verdicts if v["reason"] == "other_split"]
+    assert skipped and all(split_of(v["signature"], 0.1) != HELDOUT for v in skipped)
+    assert all(v["seconds"] == 0.0 for v in skipped)  # never validated
+    assert result.stats["rejected_by_reason"]["other_split"] == len(skipped)
+    # every held-out candidate was judged by validation, in index order, as a whole build judges it
+    judged = [v for v in result.verdicts if v["reason"] != "other_split"]
+    assert [v["index"] for v in result.verdicts] == sorted(v["index"] for v in result.verdicts)
+    assert all(split_of(v["signature"], 0.1) == HELDOUT for v in judged)
+
+
+def test_only_split_rejects_an_unknown_split():
+    with pytest.raises(ValueError, match="only_split"):
+        BuildConfig(n=1, only_split="test")
