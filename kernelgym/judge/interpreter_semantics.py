@@ -11,6 +11,14 @@ that the interpreter (triton 3.9) handles in plain Python instead:
 - Program order: a GPU runs a grid's programs in no promised order; the interpreter runs them one
   after another in index order, so a scan that reads the previous program's result without waiting
   for it was exact on CPU and racy on the GPU. Programs run here in a seeded shuffled order.
+- Memory between programs: a GPU's programs run at once, so a plain load sees what other programs of the
+  same launch stored only if something orders the two; the interpreter's programs, one after another, saw
+  every earlier store, and a split-K merge by plain load + add + store (no atomic) summed exactly on CPU and
+  lost updates on a GPU (red-team s14). Here a program's plain loads read the launch's starting memory
+  wherever *another* program of the launch stored (its own stores it sees), as if every program ran at once;
+  atomics act on live memory, and once a program has taken a lock (`atomic_cas` / `atomic_xchg`) its loads
+  read live memory too (the Triton tutorials' lock-guarded accumulation). Open: a race behind a lock a program
+  takes but never waits for passes on CPU (`_LaunchMemory`).
 - Float scalar arguments: the GPU passes a Python float as an fp32 scalar; the interpreter passed the
   Python float itself, so `scale.to(tl.float16)` failed and arithmetic ran in float64.
 - A grid callable gets the launch's own arguments on the GPU (tensors, ints); the interpreter gave it
@@ -26,6 +34,7 @@ installs on interpreters whose internals it knows (it checks for each name it us
 from __future__ import annotations
 
 import ast
+import ctypes
 import inspect
 import logging
 from typing import Any, Callable
@@ -62,6 +71,7 @@ def install() -> str:
         transformer.visit_BoolOp = _visit_bool_op
     interp._kernelgym_bool_op = bool_op  # rewritten kernels see the interpreter module's globals
     _bool_masks(getattr(interp, "InterpreterBuilder", None))
+    _launch_memory(getattr(interp, "InterpreterBuilder", None))
     return ""
 
 
@@ -95,6 +105,143 @@ def _with_bool_mask(original: Callable[..., Any]) -> Callable[..., Any]:
     call._kernelgym = True  # type: ignore[attr-defined]
     call.__name__ = original.__name__
     return call
+
+
+# -- memory between the programs of a launch ----------------------------------------------------
+class _LaunchMemory:
+    """What the programs of one launch may see of each other's plain stores (module docstring).
+
+    Every storage the launch was given is copied at its start; a byte map per storage marks what any program
+    stored since. A plain load of an address another program stored (and this one did not) reads the copy:
+    on a GPU no order between the two programs exists. Atomics are untouched (live memory), and a program that
+    took a lock (`atomic_cas`, `atomic_xchg`) reads live memory from then on, since a lock orders programs. The
+    lock is taken on trust: a race behind a lock a program never waits for still passes here."""
+
+    def __init__(self, storages: list[tuple[int, int]]) -> None:
+        # base, end, and once a program first stores into it: its copy from before that store, the bytes stored
+        self.regions: list[list[Any]] = []
+        for base, nbytes in storages:
+            if nbytes > 0 and not any(b <= base < e for b, e, *_ in self.regions):
+                self.regions.append([base, base + nbytes, None, None])
+        self.stored = False  # any program stored into a region yet
+        self.mine: list[np.ndarray] = []  # addresses the running program stored
+        self.locked = False  # the running program took a lock
+
+    def begin_program(self) -> None:
+        self.mine, self.locked = [], False
+
+    def note_store(self, ptrs: np.ndarray, mask: np.ndarray, size: int) -> None:
+        addrs = np.broadcast_to(ptrs, np.broadcast_shapes(ptrs.shape, mask.shape))[
+            np.broadcast_to(mask, np.broadcast_shapes(ptrs.shape, mask.shape))].astype(np.uint64).ravel()
+        if not addrs.size:
+            return
+        self.mine.append(addrs)
+        for region in self.regions:
+            base, end = region[0], region[1]
+            inside = addrs[(addrs >= base) & (addrs < end)]
+            if inside.size:
+                if region[2] is None:  # copied at the first store only: storages no program writes cost nothing
+                    region[2] = np.ctypeslib.as_array((ctypes.c_uint8 * (end - base)).from_address(base)).copy()
+                    region[3] = np.zeros(end - base, dtype=np.bool_)
+                touched = region[3]
+                off = (inside - np.uint64(base)).astype(np.int64)
+                for k in range(size):
+                    touched[np.minimum(off + k, touched.size - 1)] = True
+                self.stored = True
+
+    def redirect(self, ptrs: np.ndarray) -> np.ndarray:
+        """`ptrs` with every address another program stored pointing into the launch's starting copy."""
+        if not self.stored or self.locked:
+            return ptrs
+        out = None
+        flat = ptrs.astype(np.uint64).ravel()
+        mine = np.concatenate(self.mine) if self.mine else None
+        for base, end, copy, touched in self.regions:
+            if copy is None:
+                continue
+            at = np.nonzero((flat >= base) & (flat < end))[0]
+            if not at.size:
+                continue
+            at = at[touched[(flat[at] - np.uint64(base)).astype(np.int64)]]
+            if mine is not None and at.size:
+                at = at[~np.isin(flat[at], mine)]
+            if at.size:
+                out = flat.copy() if out is None else out
+                out[at] = flat[at] - np.uint64(base) + np.uint64(copy.ctypes.data)
+        return ptrs if out is None else out.reshape(ptrs.shape).astype(ptrs.dtype, copy=False)
+
+
+_MEMORY: list[_LaunchMemory | None] = [None]  # the launch running now (launches do not nest)
+
+
+def _launch_memory(builder: Any) -> None:
+    """Plain loads and stores through `_MEMORY`; locks mark the program (see `_LaunchMemory`)."""
+    if builder is None or getattr(getattr(builder, "create_masked_load", None), "_kernelgym_memory", False):
+        return
+    load, store = builder.create_masked_load, builder.create_masked_store
+
+    def masked_load(self: Any, ptrs: Any, *args: Any, **kwargs: Any) -> Any:
+        memory = _MEMORY[0]
+        if memory is not None and isinstance(getattr(ptrs, "data", None), np.ndarray):
+            data = memory.redirect(ptrs.data)
+            if data is not ptrs.data:
+                ptrs = type(ptrs)(data, ptrs.dtype)
+        return load(self, ptrs, *args, **kwargs)
+
+    def masked_store(self: Any, ptrs: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        memory = _MEMORY[0]
+        if memory is not None and isinstance(getattr(ptrs, "data", None), np.ndarray):
+            mask = kwargs["mask"] if "mask" in kwargs else (args[0] if args else None)
+            data = getattr(mask, "data", None)
+            memory.note_store(ptrs.data, np.asarray(data != 0) if data is not None else np.ones(1, np.bool_),
+                              np.dtype(getattr(value, "data", np.zeros(1, np.uint8)).dtype).itemsize)
+        return store(self, ptrs, value, *args, **kwargs)
+
+    def locking(original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            memory = _MEMORY[0]
+            if memory is not None:
+                memory.locked = True
+            return original(self, *args, **kwargs)
+        call.__name__ = original.__name__
+        return call
+
+    for fn, name in ((masked_load, "create_masked_load"), (masked_store, "create_masked_store")):
+        fn._kernelgym = True  # type: ignore[attr-defined]
+        fn._kernelgym_memory = True  # type: ignore[attr-defined]
+        fn.__name__ = name
+        setattr(builder, name, fn)
+    # a lock is taken by compare-and-swap or exchange (an rmw, below); an atomic load or poll reads live memory
+    for name in ("create_atomic_cas", "create_atomic_load", "create_atomic_poll"):
+        if hasattr(builder, name):
+            setattr(builder, name, locking(getattr(builder, name)))
+    rmw = getattr(builder, "create_atomic_rmw", None)
+    if rmw is not None:
+        def atomic_rmw(self: Any, op: Any, *args: Any, **kwargs: Any) -> Any:
+            memory = _MEMORY[0]
+            if memory is not None and "XCHG" in str(op).upper():
+                memory.locked = True
+            return rmw(self, op, *args, **kwargs)
+        atomic_rmw.__name__ = "create_atomic_rmw"
+        builder.create_atomic_rmw = atomic_rmw
+
+
+def _storages(args: Any) -> list[tuple[int, int]]:
+    """(address, bytes) of every storage among a launch's host arguments (tensors, tuples, descriptors)."""
+    found: list[tuple[int, int]] = []
+
+    def visit(a: Any) -> None:
+        if isinstance(a, (tuple, list)):
+            for x in a:
+                visit(x)
+        elif hasattr(a, "untyped_storage"):
+            st = a.untyped_storage()
+            found.append((st.data_ptr(), st.nbytes()))
+        elif hasattr(a, "base") and hasattr(a.base, "untyped_storage"):
+            visit(a.base)
+
+    visit(args)
+    return found
 
 
 # -- boolean operators ---------------------------------------------------------------------------
@@ -181,15 +328,19 @@ def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
         args = {name: arg if name in constexprs else kernel_value(arg) for name, arg in bound.items()}
         interp.interpreter_builder.set_grid_dim(*grid)
         _LAUNCHES[0] += 1
+        memory = _LaunchMemory(_storages([args_hst, list(kwargs_hst.values())]))
+        _MEMORY[0] = memory
         try:
             for x, y, z in program_order(grid, _ORDER_SALT + _LAUNCHES[0]).tolist():
                 interp.interpreter_builder.set_grid_idx(x, y, z)
+                memory.begin_program()
                 self.fn(**args)
         except Exception as e:
             if getattr(getattr(getattr(triton, "knobs", None), "compilation", None), "front_end_debugging", False):
                 raise
             raise interp.InterpreterError(repr(e)) from e
     finally:
+        _MEMORY[0] = None
         scope.restore()
     self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
 

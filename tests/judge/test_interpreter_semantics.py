@@ -127,3 +127,66 @@ def test_a_block_mask_and_a_scalar_condition_mask_loads_and_stores():
     expected = torch.zeros(4, 8)
     expected[:3, :6] = x[:3, :6]
     assert torch.equal(out, expected)
+
+
+# -- memory between the programs of one launch --------------------------------------------------------------
+@triton.jit
+def merge_plain(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # split-K by plain read-modify-write: programs of one launch overwrite each other's partial sums on a GPU
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    tl.store(out_ptr, tl.load(out_ptr) + part)
+
+
+@triton.jit
+def merge_atomic(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0))
+
+
+@triton.jit
+def merge_locked(x_ptr, out_ptr, lock_ptr, BLOCK: tl.constexpr):
+    # the Triton tutorials' layer-norm backward: a plain read-modify-write under a spin lock
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(out_ptr, tl.load(out_ptr) + part)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+@triton.jit
+def own_store_reload(x_ptr, scratch_ptr, out_ptr, BLOCK: tl.constexpr):
+    # a program reads back what it stored itself (a tile through scratch): exact on a GPU too
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(scratch_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+    tl.store(out_ptr + offs, tl.load(scratch_ptr + offs) + 1.0)
+
+
+def test_a_plain_read_modify_write_across_programs_loses_updates_as_on_a_gpu():
+    x = torch.ones(8 * 16)
+    out = torch.zeros(1)
+    merge_plain[(8,)](x, out, BLOCK=16)
+    # one after another the programs summed exactly (128): the s14 red-team race passed on CPU
+    assert out.item() == 16.0
+
+
+def test_atomics_and_locks_still_merge_exactly():
+    x = torch.ones(8 * 16)
+    out = torch.zeros(1)
+    merge_atomic[(8,)](x, out, BLOCK=16)
+    assert out.item() == 128.0
+    out, lock = torch.zeros(1), torch.zeros(1, dtype=torch.int32)
+    merge_locked[(8,)](x, out, lock, BLOCK=16)
+    assert out.item() == 128.0 and lock.item() == 0
+
+
+def test_a_program_sees_its_own_stores_and_launches_see_each_other():
+    x = torch.arange(64.0)
+    scratch, out = torch.zeros(64), torch.zeros(64)
+    own_store_reload[(4,)](x, scratch, out, BLOCK=16)
+    assert torch.equal(out, x * 2 + 1)
+    merge_plain[(1,)](x, out[:1], BLOCK=16)  # a later launch starts from what the earlier one left
+    merge_plain[(1,)](x, out[:1], BLOCK=16)
+    assert out[0].item() == 1.0 + 2 * float(x[:16].sum())
