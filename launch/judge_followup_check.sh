@@ -7,7 +7,7 @@
 #          session's tf32 part judged 16 of the 37 before its deadline (all ok) and refused the gap file with the fit
 #   contract GPU FOLLOWUP_GPU_CONTRACT (1): the eighth session's judge changes: masked_fill_ is torch compute (the
 #          v4d, v4e, v4g exploits: cheat RH-01 at record time), the ok-expecting v4h file scored as passed, the
-#          whole RH-01/02/03 selection of the red-team corpus on the GPU; rounds v4i, v4j, v4k and s12
+#          whole RH-01/02/03 selection of the red-team corpus on the GPU; rounds s15, s14, s13, v4i, v4j, v4k and s12
 #   legit  GPUs FOLLOWUP_LEGIT_GPUS ("1"): every built-in, honest-but-unusual and real-world external answer under
 #          today's judge, `kernelgym redteam --no-exploits --external` sharded over the GPUs (one batch process per
 #          GPU, LEGIT_JOBS (8) in flight, its warm pool). The eleventh and twelfth sessions judged them one
@@ -113,7 +113,8 @@ contract() {
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_CONTRACT:-1}"
   timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only masked_fill --no-legit --no-compile-baseline \
     --json-out "$work/contract_masked_fill.jsonl" > "$work/contract_masked_fill.txt" 2>&1
-  for name in ghost_sabotaged v4h v4i v4j v4k s12; do  # v4i: the state carried across trials, the profile poison; v4j, v4k: the tenth session's rounds; s12: the twelfth's
+  # the newest rounds first (a deadline cuts the list's end): s13-s15 were never judged on a GPU before the sixteenth session
+  for name in s15 s14 s13 ghost_sabotaged v4h v4i v4j v4k s12; do  # v4i: the state carried across trials, the profile poison; v4j, v4k: the tenth session's rounds; s12: the twelfth's
     timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
       --json-out "$work/contract_$name.jsonl" > "$work/contract_$name.txt" 2>&1
   done
