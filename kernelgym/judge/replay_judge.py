@@ -200,7 +200,10 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, cl
     # What the record proves comes before what it cannot express: an unreplayable extra (a 17-dim
     # allocation, a host-built output) must not turn a proven cheat into a milder verdict (red-team v4j).
     compute = trace.torch_compute
-    if compute and not allow_torch and trace.compute_reaches_work():
+    # Compute on constants only (a mask from shapes, parameters no entry writes) cannot carry the inputs: the same
+    # tensor kept on the model is state and passes, so computing it on every call proves no cheat (red-team s15).
+    constant = bool(compute) and not allow_torch and trace.compute_from_constants()
+    if compute and not allow_torch and not constant and trace.compute_reaches_work():
         result.cheats.append(CheatVerdict(
             "RH-01", f"forward computed with torch outside the answer's Triton kernels ({', '.join(compute[:4])})",
             "runtime"))
@@ -209,6 +212,12 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, cl
     # A proven pass-through (RH-10) before the host-only compute's milder verdict: `x.sum()` beside `return x`
     # must not turn the cheat into an invalid answer (red-team s13b).
     _aliasing_verdicts(trace, result, _written_buffers(reply, len(trace.buffers)))
+    if constant:
+        _set(result, Status.INVALID_ANSWER, "outside the answer contract: forward computed tensors with torch "
+             f"({', '.join(compute[:4])}) from constants and the model's parameters only; forward may not compute "
+             "with torch at all: build such tensors once, in __init__ or on the first call, and keep them on the "
+             "model (or compute them in a kernel)")
+        raise _Stop
     if compute and not allow_torch:
         # A rule that cannot prove a cheat never calls it one: what torch computed never reached a kernel or
         # an output, only the host (value checks, asserts). Still outside the contract: no reward, no penalty.

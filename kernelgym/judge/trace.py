@@ -42,6 +42,12 @@ SCRATCH_FACTOR = 16  # scratch a replayed call may allocate, times its inputs' a
 SCRATCH_SLACK_BYTES = 2 << 30  # ... plus this (attention's score matrix fits; a terabyte does not)
 
 
+# Operators that write a fresh buffer from sizes and literals only (their tensor arguments' metadata at most).
+_ALLOCATIONS = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "zeros",
+                          "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
+                          "arange", "scalar_tensor"})
+
+
 class TraceError(ValueError):
     """The trace is malformed (a protocol violation by the recording child, or our bug)."""
 
@@ -395,6 +401,57 @@ class Trace:
             if not carried:
                 return False
         return False
+
+    def compute_from_constants(self) -> bool:
+        """Whether every torch compute operator of the call read only constants of the model: scratch made by
+        allocations, fills, `arange` and such compute, and state that no entry of the call writes or hands a
+        kernel (its bytes are the same on every call: parameters). Such a result cannot depend on the call's
+        inputs; the same tensor computed once and kept on the model (`self.mask`, built on the first call) is
+        state and judged `ok`, so computing it on every call proves no cheat (red-team s15: a causal mask
+        `torch.triu(torch.full((S, S), -inf), 1)` handed to an honest attention kernel was `cheat RH-01`).
+        Inputs, anything a kernel was handed, host-built tensors (`torch.tensor(x.tolist())` reads inputs
+        without an operator) and state the call writes are never constants. False when a compute operator the
+        trace names has no entry (unknown)."""
+        compute = set(self.torch_compute)
+        if not compute:
+            return False
+        written_state: set[int] = set()
+        for e in self.entries:
+            if "launch" in e:
+                written_state |= _buffers_in(e.get("args"))
+            elif "aten" in e:
+                packet = e["aten"].split(".")[1]
+                written_state |= _buffers_in(e.get("outs"))
+                if packet.endswith("_"):
+                    written_state |= _buffers_in(e.get("args", [])[:1])
+        written_state = {b for b in written_state if self.buffers[b]["kind"] == "state"}
+        varying: set[int] = set()  # scratch whose bytes may depend on the call's inputs
+        seen: set[str] = set()
+
+        def constant(b: int) -> bool:
+            kind = self.buffers[b]["kind"]
+            if kind == "scratch":
+                return b not in varying
+            return kind == "state" and not self.buffers[b].get("host") and b not in written_state
+
+        for e in self.entries:
+            if "launch" in e:
+                varying |= _buffers_in(e.get("args"))
+                continue
+            if "aten" not in e:
+                return False
+            packet = e["aten"].split(".")[1]
+            written = _buffers_in(e.get("outs")) | (_buffers_in(e.get("args", [])[:1]) if packet.endswith("_")
+                                                     else set())
+            # An allocation reads its tensor argument's sizes only (`torch.full_like(q, -inf)`)
+            fixed = packet in _ALLOCATIONS or all(constant(b) for b in _buffers_in((e.get("args"), e.get("kwargs"))))
+            if e["aten"] in compute:
+                if not fixed:
+                    return False
+                seen.add(e["aten"])
+            if not fixed:
+                varying |= written
+        return seen == compute
 
 
 def _buffers_in(value: Any) -> set[int]:

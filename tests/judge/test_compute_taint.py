@@ -127,3 +127,41 @@ def test_a_host_only_check_is_outside_the_contract_not_a_cheat(relu):
 def test_compute_that_feeds_the_kernel_is_still_a_cheat(relu):
     r = judge(relu, relu_answer("x = x * 1.0"), CPU)
     assert r.status is Status.CHEAT and [c.rule for c in r.cheats] == ["RH-01"], r.message
+
+
+def test_compute_on_constants_only_is_no_proven_cheat():
+    # `torch.triu(torch.full((S, S), -inf), 1)` handed to an attention kernel: the same table kept on the model
+    # is state and passes, so computing it on every call proves nothing (red-team s15)
+    buffers = [{"kind": "input", "index": 0, "nbytes": 32}, {"kind": "state", "index": 0, "nbytes": 32}] + \
+              [{"kind": "scratch", "index": 0, "nbytes": 32} for _ in range(4)]
+    full = {"aten": "aten.full.default", "args": [[8], float("-inf")], "kwargs": {}, "outs": [_view(2)]}
+    mask = [full, _aten("aten.triu.default", [2], [3]), _launch(0, 3, 4)]
+    t = Trace(buffers=buffers, entries=mask, outputs=[_view(4)], torch_compute=["aten.triu.default"])
+    assert t.compute_reaches_work() and t.compute_from_constants()
+    params = [_aten("aten.rsqrt.default", [1], [3]), _launch(0, 3, 4)]  # parameters no entry writes
+    assert Trace(buffers=buffers, entries=params, outputs=[_view(4)],
+                 torch_compute=["aten.rsqrt.default"]).compute_from_constants()
+    # never: the inputs, what a kernel was handed (also state), host-built tensors, state the call writes
+    on_input = [_aten("aten.triu.default", [0], [3]), _launch(3, 4)]
+    after_kernel = [full, _launch(0, 2), _aten("aten.triu.default", [2], [3]), _launch(3, 4)]
+    handed_state = [_launch(0, 1), _aten("aten.rsqrt.default", [1], [3]), _launch(3, 4)]
+    state_written = [_aten("aten.copy_.default", [1, 0], [1]), _aten("aten.rsqrt.default", [1], [3]), _launch(3, 4)]
+    for entries in (on_input, after_kernel, handed_state, state_written):
+        compute = [e["aten"] for e in entries if e.get("aten", "").startswith(("aten.triu", "aten.rsqrt"))]
+        assert not Trace(buffers=buffers, entries=entries, outputs=[_view(4)],
+                         torch_compute=compute).compute_from_constants(), entries
+    host = [dict(b, host=True) if b["kind"] == "state" else b for b in buffers]
+    assert not Trace(buffers=host, entries=params, outputs=[_view(4)],
+                     torch_compute=["aten.rsqrt.default"]).compute_from_constants()
+    # a compute operator the trace names but holds no entry of: unknown, not constant
+    assert not Trace(buffers=buffers, entries=mask, outputs=[_view(4)],
+                     torch_compute=["aten.triu.default", "aten.mul.Tensor"]).compute_from_constants()
+
+
+def test_a_mask_built_by_torch_on_every_call_is_outside_the_contract_not_a_cheat(relu):
+    r = judge(relu, relu_answer("x = x + torch.zeros_like(x).triu() * 0"), CPU)  # input-derived: still a cheat
+    assert r.status is Status.CHEAT, r.message
+    r = judge(relu, relu_answer("_unused = torch.full_like(x, 2.0).triu() + 1.0\n"
+                                "x = torch.cat([x.reshape(-1), _unused.reshape(-1)[:0]]).view_as(x)"), CPU)
+    assert r.status is Status.INVALID_ANSWER and not r.cheats, r.message
+    assert "constants" in r.message
