@@ -105,6 +105,7 @@ def _wrap_compiled(original: Any) -> Any:
                 if warmed is None:
                     recorder.unreplayable.append("a compiled kernel launched without `kernel.warmup(...)` "
                                                  "cannot be replayed")
+                    recorder.launch_unrecorded = True
                 else:  # the launcher takes every parameter positionally, constexprs included
                     recorder.launch(warmed[1], args, grid, dict(warmed[2]))
             return runner(*args, **kwargs)
@@ -173,6 +174,7 @@ class Recorder(TorchDispatchMode):
         self.host_reads: list[str] = []
         self.unreplayable: list[str] = []
         self._launch_seen: dict[int, str] = {}
+        self.launch_unrecorded = False  # a launch the trace cannot express (what it wrote is unknown)
 
     # -- the recording switch -------------------------------------------------------------------
     def __enter__(self) -> "Recorder":
@@ -292,6 +294,7 @@ class Recorder(TorchDispatchMode):
                                              for k, v in options.items()}})
         except (RecordError, CaptureError, TypeError, ValueError) as e:
             self.unreplayable.append(str(e))
+            self.launch_unrecorded = True
 
     # -- torch operators ------------------------------------------------------------------------
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
@@ -394,7 +397,21 @@ class Recorder(TorchDispatchMode):
 
     def _outputs_are_written(self, outputs: list[Any]) -> None:
         """An output's buffer that existed before the call but is not the model's own tensor (a buffer
-        kept on a helper, in an lru_cache) is scratch: the replayed call must write it, as any output."""
+        kept on a helper, in an lru_cache) is scratch: the replayed call must write it, as any output.
+        Unless no entry of the call wrote it (no launch took it, no operator wrote into it): then its bytes
+        are an earlier call's, a cached result, and it stays state, which the judge calls RH-10 as it does
+        for `self.out` (red-team s15: kept on a plain helper object it was scratch, poisoned in the replay,
+        so a proven cache was only `wrong_output`). Not when a launch went unrecorded: it may have written it."""
+        from kernelgym.judge.trace import _buffers_in
+
+        written: set[int] = set()
+        for e in self.entries:
+            if "launch" in e:
+                written |= _buffers_in(e.get("args"))
+            else:
+                written |= _buffers_in(e.get("outs"))
+                if e["aten"].split(".")[1].endswith("_"):  # in place: its first argument
+                    written |= _buffers_in(e.get("args", [])[:1])
         for value in outputs:
             if not (isinstance(value, dict) and "t" in value):
                 continue
@@ -403,7 +420,8 @@ class Recorder(TorchDispatchMode):
             # A tensor built from host data in this call stays what it is (state restored before every
             # call, bytes as built: `torch.tensor([0.0] * n)` then an accumulating kernel); scratch would
             # be poisoned, and the host flag on scratch made the record malformed (red-team v4j).
-            if b["kind"] == "state" and not b.get("host") and self._storages[buf].data_ptr() not in self._state:
+            if (b["kind"] == "state" and not b.get("host") and self._storages[buf].data_ptr() not in self._state
+                    and (buf in written or self.launch_unrecorded)):
                 b["kind"], b["index"] = "scratch", 0
                 self.state_bytes.pop(buf, None)
 

@@ -119,8 +119,10 @@ def test_an_output_kept_across_calls_off_the_module_must_be_written_by_the_call(
     """, "kg_rh_kept")
     trace, replay = _record(module, torch.randn(64))
     out_buf = trace.outputs[0]["t"]["buf"]
-    assert trace.buffers[out_buf]["kind"] == "scratch"
-    assert torch.isnan(replay(torch.randn(64))).all()
+    # No entry of the call wrote it: an earlier call's result, kept as state so that the judge calls it RH-10 as
+    # for `self.out` (red-team s15; as scratch it was poisoned, a proven cache judged only `wrong_output`)
+    assert trace.buffers[out_buf]["kind"] == "state"
+    assert out_buf not in trace.launch_buffers()
 
 
 def test_a_reused_output_buffer_written_every_call_replays(tmp_path):
