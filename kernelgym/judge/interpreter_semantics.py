@@ -194,7 +194,7 @@ def _launch_memory(builder: Any) -> None:
             mask = kwargs["mask"] if "mask" in kwargs else (args[0] if args else None)
             data = getattr(mask, "data", None)
             memory.note_store(ptrs.data, np.asarray(data != 0) if data is not None else np.ones(1, np.bool_),
-                              np.dtype(getattr(value, "data", np.zeros(1, np.uint8)).dtype).itemsize)
+                              _element_bytes(ptrs, value))
         return store(self, ptrs, value, *args, **kwargs)
 
     def locking(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -224,6 +224,15 @@ def _launch_memory(builder: Any) -> None:
             return rmw(self, op, *args, **kwargs)
         atomic_rmw.__name__ = "create_atomic_rmw"
         builder.create_atomic_rmw = atomic_rmw
+
+
+def _element_bytes(ptrs: Any, value: Any) -> int:
+    """Bytes a store writes per address: the pointer's element type (the interpreter may hold bf16 values as
+    float32), else the values' own size."""
+    try:
+        return max(1, int(ptrs.get_element_ty().primitive_bitwidth) // 8)
+    except (AttributeError, TypeError, ValueError):
+        return int(np.dtype(getattr(value, "data", np.zeros(1, np.uint8)).dtype).itemsize)
 
 
 def _storages(args: Any) -> list[tuple[int, int]]:
