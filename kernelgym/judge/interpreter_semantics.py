@@ -227,8 +227,8 @@ def _launch_memory(builder: Any) -> None:
 
 
 def _element_bytes(ptrs: Any, value: Any) -> int:
-    """Bytes a store writes per address: the pointer's element type (the interpreter may hold bf16 values as
-    float32), else the values' own size."""
+    """Bytes a store writes per address: the pointer's element type decides (the values' array may be of another
+    numpy type than the memory, e.g. bf16 is held as uint16 bit patterns); else the values' own size."""
     try:
         return max(1, int(ptrs.get_element_ty().primitive_bitwidth) // 8)
     except (AttributeError, TypeError, ValueError):
