@@ -15,10 +15,14 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   same launch stored only if something orders the two; the interpreter's programs, one after another, saw
   every earlier store, and a split-K merge by plain load + add + store (no atomic) summed exactly on CPU and
   lost updates on a GPU (red-team s14). Here a program's plain loads read the launch's starting memory
-  wherever *another* program of the launch stored (its own stores it sees), as if every program ran at once;
-  atomics act on live memory, and once a program has taken a lock (`atomic_cas` / `atomic_xchg`) its loads
-  read live memory too (the Triton tutorials' lock-guarded accumulation). Open: a race behind a lock a program
-  takes but never waits for passes on CPU (`_LaunchMemory`).
+  wherever *another* program of the launch stored (its own stores it sees, at any element size), as if every
+  program ran at once, unless the store happens before the load: an atomic with release semantics (Triton's
+  default acq_rel) publishes at its address every byte its program stored or acquired so far, and an atomic with
+  acquire semantics at that address (a lock's `atomic_cas`, a last-block counter's `atomic_add`, an atomic load)
+  makes them visible to its program (the Triton tutorials' lock-guarded accumulation; a last-block reduction).
+  Atomics act on live memory. Open: one program after another, an acquire/release chain no program waits for
+  orders every program after the previous one, and an atomic reads other programs' plain stores live
+  (`_LaunchMemory`).
 - Float scalar arguments: the GPU passes a Python float as an fp32 scalar; the interpreter passed the
   Python float itself, so `scale.to(tl.float16)` failed and arithmetic ran in float64.
 - A grid callable gets the launch's own arguments on the GPU (tensors, ints); the interpreter gave it
@@ -111,11 +115,13 @@ def _with_bool_mask(original: Callable[..., Any]) -> Callable[..., Any]:
 class _LaunchMemory:
     """What the programs of one launch may see of each other's plain stores (module docstring).
 
-    Every storage the launch was given is copied at its start; a byte map per storage marks what any program
-    stored since. A plain load of an address another program stored (and this one did not) reads the copy:
-    on a GPU no order between the two programs exists. Atomics are untouched (live memory), and a program that
-    took a lock (`atomic_cas`, `atomic_xchg`) reads live memory from then on, since a lock orders programs. The
-    lock is taken on trust: a race behind a lock a program never waits for still passes here."""
+    Every storage the launch was given is copied at its first store; a byte map per storage marks what any
+    program stored since. A plain load of an address another program stored reads the copy, unless the store
+    happens before the load: on a GPU no order between the two programs exists otherwise. The order is the
+    memory model's: an atomic with release semantics (the default acq_rel) at an address publishes every byte its
+    program stored or saw so far; an atomic with acquire semantics at that address (a lock's compare-and-swap,
+    a last-block counter's add, an atomic load or poll) makes what was published there visible to its program.
+    Atomics themselves act on live memory."""
 
     def __init__(self, storages: list[tuple[int, int]]) -> None:
         # base, end, and once a program first stores into it: its copy from before that store, the bytes stored
@@ -124,18 +130,35 @@ class _LaunchMemory:
             if nbytes > 0 and not any(b <= base < e for b, e, *_ in self.regions):
                 self.regions.append([base, base + nbytes, None, None])
         self.stored = False  # any program stored into a region yet
-        self.mine: list[np.ndarray] = []  # addresses the running program stored
-        self.locked = False  # the running program took a lock
+        self.mine: list[np.ndarray] = []  # bytes the running program stored, and bytes it acquired
+        self.published: dict[int, np.ndarray] = {}  # atomic address -> bytes released there
+        self.live = False  # the load running now is atomic: live memory
 
     def begin_program(self) -> None:
-        self.mine, self.locked = [], False
+        self.mine, self.live = [], False
+
+    def _known(self) -> np.ndarray:
+        known = np.unique(np.concatenate(self.mine)) if self.mine else np.zeros(0, np.uint64)
+        self.mine = [known] if known.size else []
+        return known
+
+    def acquire(self, ptrs: np.ndarray, mask: Any = None) -> None:
+        for a in _addresses(ptrs, mask).tolist():
+            got = self.published.get(int(a))
+            if got is not None:
+                self.mine.append(got)
+
+    def release(self, ptrs: np.ndarray, mask: Any = None) -> None:
+        known = self._known()
+        for a in _addresses(ptrs, mask).tolist():
+            old = self.published.get(int(a))
+            self.published[int(a)] = known if old is None else np.union1d(old, known)
 
     def note_store(self, ptrs: np.ndarray, mask: np.ndarray, size: int) -> None:
-        addrs = np.broadcast_to(ptrs, np.broadcast_shapes(ptrs.shape, mask.shape))[
-            np.broadcast_to(mask, np.broadcast_shapes(ptrs.shape, mask.shape))].astype(np.uint64).ravel()
+        addrs = _addresses(ptrs, mask)
         if not addrs.size:
             return
-        self.mine.append(addrs)
+        self.mine.append((addrs[:, None] + np.arange(size, dtype=np.uint64)[None, :]).ravel())
         for region in self.regions:
             base, end = region[0], region[1]
             inside = addrs[(addrs >= base) & (addrs < end)]
@@ -150,12 +173,13 @@ class _LaunchMemory:
                 self.stored = True
 
     def redirect(self, ptrs: np.ndarray) -> np.ndarray:
-        """`ptrs` with every address another program stored pointing into the launch's starting copy."""
-        if not self.stored or self.locked:
+        """`ptrs` with every address another program stored, not ordered before this load, pointing into the
+        launch's starting copy."""
+        if not self.stored or self.live:
             return ptrs
         out = None
         flat = ptrs.astype(np.uint64).ravel()
-        mine = np.concatenate(self.mine) if self.mine else None
+        mine = None
         for base, end, copy, touched in self.regions:
             if copy is None:
                 continue
@@ -163,7 +187,8 @@ class _LaunchMemory:
             if not at.size:
                 continue
             at = at[touched[(flat[at] - np.uint64(base)).astype(np.int64)]]
-            if mine is not None and at.size:
+            if at.size and self.mine:
+                mine = self._known() if mine is None else mine
                 at = at[~np.isin(flat[at], mine)]
             if at.size:
                 out = flat.copy() if out is None else out
@@ -171,11 +196,31 @@ class _LaunchMemory:
         return ptrs if out is None else out.reshape(ptrs.shape).astype(ptrs.dtype, copy=False)
 
 
+def _addresses(ptrs: np.ndarray, mask: Any = None) -> np.ndarray:
+    """The addresses of `ptrs` where `mask` (None: everywhere) holds, flat, as uint64."""
+    ptrs = np.asarray(ptrs)
+    if mask is None:
+        return ptrs.astype(np.uint64).ravel()
+    mask = np.asarray(mask) != 0
+    shape = np.broadcast_shapes(ptrs.shape, mask.shape)
+    return np.broadcast_to(ptrs, shape)[np.broadcast_to(mask, shape)].astype(np.uint64).ravel()
+
+
 _MEMORY: list[_LaunchMemory | None] = [None]  # the launch running now (launches do not nest)
 
 
+def _semantics(sem: Any) -> tuple[bool, bool]:
+    """(acquires, releases) for a Triton memory semantic (the default is acq_rel)."""
+    name = str(getattr(sem, "name", sem)).upper()
+    if "RELAXED" in name:
+        return False, False
+    if "ACQUIRE_RELEASE" in name or "ACQ_REL" in name:
+        return True, True
+    return "ACQUIRE" in name, "RELEASE" in name
+
+
 def _launch_memory(builder: Any) -> None:
-    """Plain loads and stores through `_MEMORY`; locks mark the program (see `_LaunchMemory`)."""
+    """Plain loads and stores through `_MEMORY`; atomics order programs (see `_LaunchMemory`)."""
     if builder is None or getattr(getattr(builder, "create_masked_load", None), "_kernelgym_memory", False):
         return
     load, store = builder.create_masked_load, builder.create_masked_store
@@ -197,12 +242,24 @@ def _launch_memory(builder: Any) -> None:
                               _element_bytes(ptrs, value))
         return store(self, ptrs, value, *args, **kwargs)
 
-    def locking(original: Callable[..., Any]) -> Callable[..., Any]:
+    def ordering(original: Callable[..., Any], ptr_at: int, mask_at: int | None, sem_at: int) -> Callable[..., Any]:
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             memory = _MEMORY[0]
-            if memory is not None:
-                memory.locked = True
-            return original(self, *args, **kwargs)
+            if memory is None:
+                return original(self, *args, **kwargs)
+            ptrs = getattr(args[ptr_at], "data", None)
+            mask = getattr(args[mask_at], "data", None) if mask_at is not None and len(args) > mask_at else None
+            acquires, releases = _semantics(args[sem_at] if len(args) > sem_at else kwargs.get("sem"))
+            if releases and isinstance(ptrs, np.ndarray):
+                memory.release(ptrs, mask)
+            memory.live = True  # an atomic reads live memory
+            try:
+                result = original(self, *args, **kwargs)
+            finally:
+                memory.live = False
+            if acquires and isinstance(ptrs, np.ndarray):
+                memory.acquire(ptrs, mask)
+            return result
         call.__name__ = original.__name__
         return call
 
@@ -211,19 +268,12 @@ def _launch_memory(builder: Any) -> None:
         fn._kernelgym_memory = True  # type: ignore[attr-defined]
         fn.__name__ = name
         setattr(builder, name, fn)
-    # a lock is taken by compare-and-swap or exchange (an rmw, below); an atomic load or poll reads live memory
-    for name in ("create_atomic_cas", "create_atomic_load", "create_atomic_poll"):
+    # (name, index of ptr, of mask, of sem) in the builder's arguments after self
+    for name, ptr_at, mask_at, sem_at in (("create_atomic_cas", 0, None, 3), ("create_atomic_load", 0, 1, 2),
+                                          ("create_atomic_store", 0, 2, 3), ("create_atomic_poll", 0, None, 3),
+                                          ("create_atomic_rmw", 1, 3, 4)):
         if hasattr(builder, name):
-            setattr(builder, name, locking(getattr(builder, name)))
-    rmw = getattr(builder, "create_atomic_rmw", None)
-    if rmw is not None:
-        def atomic_rmw(self: Any, op: Any, *args: Any, **kwargs: Any) -> Any:
-            memory = _MEMORY[0]
-            if memory is not None and "XCHG" in str(op).upper():
-                memory.locked = True
-            return rmw(self, op, *args, **kwargs)
-        atomic_rmw.__name__ = "create_atomic_rmw"
-        builder.create_atomic_rmw = atomic_rmw
+            setattr(builder, name, ordering(getattr(builder, name), ptr_at, mask_at, sem_at))
 
 
 def _element_bytes(ptrs: Any, value: Any) -> int:

@@ -190,3 +190,87 @@ def test_a_program_sees_its_own_stores_and_launches_see_each_other():
     merge_plain[(1,)](x, out[:1], BLOCK=16)  # a later launch starts from what the earlier one left
     merge_plain[(1,)](x, out[:1], BLOCK=16)
     assert out[0].item() == 1.0 + 2 * float(x[:16].sum())
+
+
+@triton.jit
+def last_block_sum(x_ptr, part_ptr, count_ptr, out_ptr, BLOCK: tl.constexpr, NPROG: tl.constexpr):
+    # CUDA's threadfence reduction: each program stores its partial, then an acq_rel counter add; the program
+    # that counts last reads every partial (each released by its program's add, acquired by this one's). Exact
+    # on a GPU; the partials read the launch's starting zeros here before the release/acquire model (red-team s16)
+    pid = tl.program_id(0)
+    tl.store(part_ptr + pid, tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0))
+    if tl.atomic_add(count_ptr, 1) == NPROG - 1:
+        tl.store(out_ptr, tl.sum(tl.load(part_ptr + tl.arange(0, NPROG)), axis=0))
+
+
+@triton.jit
+def wide_store_narrow_reload(wide_ptr, narrow_ptr):
+    # one program stores an int64, then reads its high int32 through an int32 view of the same storage
+    pid = tl.program_id(0)
+    tl.store(wide_ptr + pid, (pid + 1).to(tl.int64) << 32)
+    tl.store(wide_ptr + pid, tl.load(narrow_ptr + 2 * pid + 1).to(tl.int64))
+
+
+@triton.jit
+def merge_behind_unwaited_lock(x_ptr, out_ptr, lock_ptr, BLOCK: tl.constexpr):
+    # racy on a GPU: the cas's result is never waited for, so it orders nothing (red-team rh08 s15)
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    tl.atomic_cas(lock_ptr, 0, 1)
+    tl.store(out_ptr, tl.load(out_ptr) + part)
+
+
+@triton.jit
+def merge_inside_unwaited_chain(x_ptr, out_ptr, count_ptr, BLOCK: tl.constexpr):
+    # racy on a GPU: an acquire and a release around a plain read-modify-write, but nothing waits
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    tl.atomic_add(count_ptr, 1)
+    tl.store(out_ptr, tl.load(out_ptr) + part)
+    tl.atomic_add(count_ptr, 0)
+
+
+@triton.jit
+def merge_atomic_read(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # racy on a GPU: the read is atomic, the write plain; concurrent programs overwrite each other
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    tl.store(out_ptr, tl.atomic_add(out_ptr, 0.0) + part)
+
+
+def test_a_last_block_reduction_behind_an_atomic_counter_sees_every_partial():
+    x = torch.arange(8 * 16, dtype=torch.float32)
+    part, count, out = torch.zeros(8), torch.zeros(1, dtype=torch.int32), torch.zeros(1)
+    last_block_sum[(8,)](x, part, count, out, BLOCK=16, NPROG=8)
+    assert out.item() == float(x.sum()) and count.item() == 8
+
+
+def test_a_program_reads_its_own_store_through_a_narrower_view():
+    wide = torch.zeros(4, dtype=torch.int64)
+    wide_store_narrow_reload[(4,)](wide, wide.view(torch.int32))
+    assert wide.tolist() == [1, 2, 3, 4]
+
+
+def test_a_lock_no_program_waits_for_orders_nothing():
+    x = torch.ones(8 * 16)
+    out, lock = torch.zeros(1), torch.zeros(1, dtype=torch.int32)
+    merge_behind_unwaited_lock[(8,)](x, out, lock, BLOCK=16)
+    assert out.item() == 16.0
+
+
+@pytest.mark.xfail(strict=True, reason="open: one program after another, each acquire sees the previous program's "
+                   "release, so an acquire/release chain nothing waits for orders the race (red-team s16)")
+def test_an_unwaited_acquire_release_chain_orders_nothing():
+    x = torch.ones(8 * 16)
+    out, count = torch.zeros(1), torch.zeros(1, dtype=torch.int32)
+    merge_inside_unwaited_chain[(8,)](x, out, count, BLOCK=16)
+    assert out.item() != 128.0
+
+
+@pytest.mark.xfail(strict=True, reason="open: atomics act on live memory, so an atomic read of another program's "
+                   "plain store sees it (red-team s16)")
+def test_an_atomic_read_of_plain_stores_does_not_merge_exactly():
+    x = torch.ones(8 * 16)
+    out = torch.zeros(1)
+    merge_atomic_read[(8,)](x, out, BLOCK=16)
+    assert out.item() != 128.0
