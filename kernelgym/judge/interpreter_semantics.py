@@ -17,8 +17,8 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   lost updates on a GPU (red-team s14). Here a program's plain loads read the launch's starting memory
   wherever *another* program of the launch stored (its own stores it sees, at any element size), as if every
   program ran at once, unless the store happens before the load: an atomic with release semantics (Triton's
-  default acq_rel) publishes at its address every byte its program stored or acquired so far, and an atomic with
-  acquire semantics at that address (a lock's `atomic_cas`, a last-block counter's `atomic_add`, an atomic load)
+  default acq_rel) publishes, at its storage, every store its program made or acquired so far, and an atomic with
+  acquire semantics on that storage (a lock's `atomic_cas`, a last-block counter's `atomic_add`, an atomic load)
   makes them visible to its program (the Triton tutorials' lock-guarded accumulation; a last-block reduction).
   Atomics act on live memory. Open: one program after another, an acquire/release chain no program waits for
   orders every program after the previous one, and an atomic reads other programs' plain stores live
@@ -118,58 +118,72 @@ class _LaunchMemory:
     Every storage the launch was given is copied at its first store; a byte map per storage marks what any
     program stored since. A plain load of an address another program stored reads the copy, unless the store
     happens before the load: on a GPU no order between the two programs exists otherwise. The order is the
-    memory model's: an atomic with release semantics (the default acq_rel) at an address publishes every byte its
-    program stored or saw so far; an atomic with acquire semantics at that address (a lock's compare-and-swap,
+    memory model's, coarsened to storages: an atomic with release semantics (the default acq_rel) on a storage
+    publishes every store its program made or acquired so far (per program, a store sequence watermark); an
+    atomic with acquire semantics on that storage (a lock's compare-and-swap,
     a last-block counter's add, an atomic load or poll) makes what was published there visible to its program.
     Atomics themselves act on live memory."""
 
-    def __init__(self, storages: list[tuple[int, int]]) -> None:
-        # base, end, and once a program first stores into it: its copy from before that store, the bytes stored
+    def __init__(self, storages: list[tuple[int, int]], programs: int = 1) -> None:
+        # base, end, and once a program first stores into it: its copy from before that store, and per byte the
+        # program that stored it last (-1: none) and that store's sequence number
         self.regions: list[list[Any]] = []
         for base, nbytes in storages:
             if nbytes > 0 and not any(b <= base < e for b, e, *_ in self.regions):
-                self.regions.append([base, base + nbytes, None, None])
+                self.regions.append([base, base + nbytes, None, None, None])
         self.stored = False  # any program stored into a region yet
-        self.mine: list[np.ndarray] = []  # bytes the running program stored, and bytes it acquired
-        self.published: dict[int, np.ndarray] = {}  # atomic address -> bytes released there
+        self.programs = max(1, programs)
+        self.me = 0  # the running program (its place in the run)
+        self.seq = 0  # stores so far, over the launch
+        self.seen = np.full(self.programs, -1, np.int64)  # per program: its stores up to this seq are visible
+        self.published: dict[int, np.ndarray] = {}  # storage of an atomic -> `seen` released there
         self.live = False  # the load running now is atomic: live memory
 
-    def begin_program(self) -> None:
-        self.mine, self.live = [], False
+    def begin_program(self, me: int = 0) -> None:
+        self.me, self.live = me % self.programs, False
+        self.seen = np.full(self.programs, -1, np.int64)
 
-    def _known(self) -> np.ndarray:
-        known = np.unique(np.concatenate(self.mine)) if self.mine else np.zeros(0, np.uint64)
-        self.mine = [known] if known.size else []
-        return known
+    def _keys(self, ptrs: np.ndarray, mask: Any) -> list[int]:
+        # synchronisation is tracked per storage, not per address: cheap for an atomic_add into a whole tile
+        addrs = _addresses(ptrs, mask)
+        keys = []
+        for region in self.regions:
+            if addrs.size and np.any((addrs >= region[0]) & (addrs < region[1])):
+                keys.append(region[0])
+        return keys
 
     def acquire(self, ptrs: np.ndarray, mask: Any = None) -> None:
-        for a in _addresses(ptrs, mask).tolist():
-            got = self.published.get(int(a))
+        for key in self._keys(ptrs, mask):
+            got = self.published.get(key)
             if got is not None:
-                self.mine.append(got)
+                np.maximum(self.seen, got, out=self.seen)
 
     def release(self, ptrs: np.ndarray, mask: Any = None) -> None:
-        known = self._known()
-        for a in _addresses(ptrs, mask).tolist():
-            old = self.published.get(int(a))
-            self.published[int(a)] = known if old is None else np.union1d(old, known)
+        mine = self.seen.copy()
+        mine[self.me] = self.seq
+        for key in self._keys(ptrs, mask):
+            old = self.published.get(key)
+            self.published[key] = mine if old is None else np.maximum(old, mine)
 
     def note_store(self, ptrs: np.ndarray, mask: np.ndarray, size: int) -> None:
         addrs = _addresses(ptrs, mask)
         if not addrs.size:
             return
-        self.mine.append((addrs[:, None] + np.arange(size, dtype=np.uint64)[None, :]).ravel())
+        self.seq += 1
         for region in self.regions:
             base, end = region[0], region[1]
             inside = addrs[(addrs >= base) & (addrs < end)]
             if inside.size:
                 if region[2] is None:  # copied at the first store only: storages no program writes cost nothing
                     region[2] = np.ctypeslib.as_array((ctypes.c_uint8 * (end - base)).from_address(base)).copy()
-                    region[3] = np.zeros(end - base, dtype=np.bool_)
-                touched = region[3]
+                    region[3] = np.full(end - base, -1, dtype=np.int32)
+                    region[4] = np.zeros(end - base, dtype=np.int64)
+                writer, wseq = region[3], region[4]
                 off = (inside - np.uint64(base)).astype(np.int64)
                 for k in range(size):
-                    touched[np.minimum(off + k, touched.size - 1)] = True
+                    at = np.minimum(off + k, writer.size - 1)
+                    writer[at] = self.me
+                    wseq[at] = self.seq
                 self.stored = True
 
     def redirect(self, ptrs: np.ndarray) -> np.ndarray:
@@ -179,17 +193,17 @@ class _LaunchMemory:
             return ptrs
         out = None
         flat = ptrs.astype(np.uint64).ravel()
-        mine = None
-        for base, end, copy, touched in self.regions:
+        for base, end, copy, writer, wseq in self.regions:
             if copy is None:
                 continue
             at = np.nonzero((flat >= base) & (flat < end))[0]
             if not at.size:
                 continue
-            at = at[touched[(flat[at] - np.uint64(base)).astype(np.int64)]]
-            if at.size and self.mine:
-                mine = self._known() if mine is None else mine
-                at = at[~np.isin(flat[at], mine)]
+            off = (flat[at] - np.uint64(base)).astype(np.int64)
+            w = writer[off]
+            other = (w >= 0) & (w != self.me)
+            other[other] = self.seen[w[other]] < wseq[off[other]]
+            at = at[other]
             if at.size:
                 out = flat.copy() if out is None else out
                 out[at] = flat[at] - np.uint64(base) + np.uint64(copy.ctypes.data)
@@ -387,12 +401,12 @@ def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
         args = {name: arg if name in constexprs else kernel_value(arg) for name, arg in bound.items()}
         interp.interpreter_builder.set_grid_dim(*grid)
         _LAUNCHES[0] += 1
-        memory = _LaunchMemory(_storages([args_hst, list(kwargs_hst.values())]))
+        memory = _LaunchMemory(_storages([args_hst, list(kwargs_hst.values())]), grid[0] * grid[1] * grid[2])
         _MEMORY[0] = memory
         try:
-            for x, y, z in program_order(grid, _ORDER_SALT + _LAUNCHES[0]).tolist():
+            for i, (x, y, z) in enumerate(program_order(grid, _ORDER_SALT + _LAUNCHES[0]).tolist()):
                 interp.interpreter_builder.set_grid_idx(x, y, z)
-                memory.begin_program()
+                memory.begin_program(i)
                 self.fn(**args)
         except Exception as e:
             if getattr(getattr(getattr(triton, "knobs", None), "compilation", None), "front_end_debugging", False):
