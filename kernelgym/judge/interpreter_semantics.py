@@ -135,13 +135,12 @@ class _LaunchMemory:
         self.programs = max(1, programs)
         self.me = 0  # the running program (its place in the run)
         self.seq = 0  # stores so far, over the launch
-        self.seen = np.full(self.programs, -1, np.int64)  # per program: its stores up to this seq are visible
+        self.seen: np.ndarray | None = None  # per program: its stores up to this seq are visible (None: none)
         self.published: dict[int, np.ndarray] = {}  # storage of an atomic -> `seen` released there
         self.live = False  # the load running now is atomic: live memory
 
     def begin_program(self, me: int = 0) -> None:
-        self.me, self.live = me % self.programs, False
-        self.seen = np.full(self.programs, -1, np.int64)
+        self.me, self.live, self.seen = me % self.programs, False, None  # allocated at an acquire only
 
     def _keys(self, ptrs: np.ndarray, mask: Any) -> list[int]:
         # synchronisation is tracked per storage, not per address: cheap for an atomic_add into a whole tile
@@ -156,10 +155,10 @@ class _LaunchMemory:
         for key in self._keys(ptrs, mask):
             got = self.published.get(key)
             if got is not None:
-                np.maximum(self.seen, got, out=self.seen)
+                self.seen = got.copy() if self.seen is None else np.maximum(self.seen, got)
 
     def release(self, ptrs: np.ndarray, mask: Any = None) -> None:
-        mine = self.seen.copy()
+        mine = np.full(self.programs, -1, np.int64) if self.seen is None else self.seen.copy()
         mine[self.me] = self.seq
         for key in self._keys(ptrs, mask):
             old = self.published.get(key)
@@ -202,7 +201,8 @@ class _LaunchMemory:
             off = (flat[at] - np.uint64(base)).astype(np.int64)
             w = writer[off]
             other = (w >= 0) & (w != self.me)
-            other[other] = self.seen[w[other]] < wseq[off[other]]
+            if self.seen is not None:
+                other[other] = self.seen[w[other]] < wseq[off[other]]
             at = at[other]
             if at.size:
                 out = flat.copy() if out is None else out
