@@ -274,3 +274,22 @@ def test_an_atomic_read_of_plain_stores_does_not_merge_exactly():
     out = torch.zeros(1)
     merge_atomic_read[(8,)](x, out, BLOCK=16)
     assert out.item() != 128.0
+
+
+@triton.jit
+def merge_through_offset(x_ptr, delta, BLOCK: tl.constexpr):
+    # racy on a GPU: the split-K plain merge into a buffer that is no argument, reached as x_ptr + delta
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    tl.store(x_ptr + delta, tl.load(x_ptr + delta) + part)
+
+
+@pytest.mark.xfail(strict=True, reason="open: only the launch arguments' storages are tracked; a storage reached by "
+                   "pointer arithmetic from another argument reads live memory (red-team s16; whether the answer "
+                   "contract refuses the data_ptr() arithmetic an answer needs for it was not checked)")
+def test_a_merge_into_a_storage_no_argument_names_loses_updates():
+    x, out = torch.ones(8 * 16), torch.zeros(1)
+    delta, rest = divmod(out.data_ptr() - x.data_ptr(), 4)
+    assert rest == 0
+    merge_through_offset[(8,)](x, delta, BLOCK=16)
+    assert out.item() != 128.0
