@@ -10,14 +10,16 @@ from kernelgym.tasks.loaders import resolve_tasks
 make_interpreter_faithful()
 names = sys.argv[1:]
 tasks = {t.task_id: t for t in resolve_tasks("builtin")}
-orig = (sem._LaunchMemory.redirect, sem._LaunchMemory.note_store, sem._LaunchMemory.__init__)
+# "off": the model's hooks made no-ops (loads read live memory, stores and atomics record nothing)
+HOOKS = ("redirect", "note_store", "acquire", "release")
+orig = {h: getattr(sem._LaunchMemory, h) for h in HOOKS}
 def off():
-    sem._LaunchMemory.redirect = lambda self, p: p
-    sem._LaunchMemory.note_store = lambda self, *a: None
-    def init(self, storages): self.regions = []; self.stored = False; self.mine = []; self.locked = False
-    sem._LaunchMemory.__init__ = init
+    sem._LaunchMemory.redirect = lambda self, p, *a, **k: p
+    for h in HOOKS[1:]:
+        setattr(sem._LaunchMemory, h, lambda self, *a, **k: None)
 def on():
-    sem._LaunchMemory.redirect, sem._LaunchMemory.note_store, sem._LaunchMemory.__init__ = orig
+    for h, f in orig.items():
+        setattr(sem._LaunchMemory, h, f)
 tot = {"on": 0.0, "off": 0.0}
 for n in names:
     task = tasks[n]
