@@ -176,6 +176,8 @@ def _build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--n", type=int, default=40, help="answers in the mixed batch (50%% correct, 20%% wrong, "
                                                       "15%% compile errors, 10%% crashes, 5%% timeouts)")
     bs.add_argument("--jobs", type=int, default=8, help="evaluations in flight per worker")
+    bs.add_argument("--workers-per-device", type=int, default=1,
+                    help="worker processes per GPU, each with --jobs in flight (each its own GIL)")
     bs.add_argument("--warm", type=int, default=None, help="warm candidate processes per worker (default: 2 x --jobs: "
                     "each evaluation uses the answer's process and the replay's)")
     bs.add_argument("--no-baseline", action="store_true", help="skip the one-at-a-time spawn-per-candidate mode")
@@ -238,6 +240,8 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--token", default=None,
                     help="require this bearer token (default: $KERNELGYM_TOKEN; none: no auth)")
     sv.add_argument("--jobs", type=int, default=None, help="evaluations in flight per worker (backend default)")
+    sv.add_argument("--workers-per-device", type=int, default=1,
+                    help="local: worker processes per device, each with --jobs in flight (each its own GIL)")
     sv.add_argument("--devices", default=None,
                     help="local: cuda:0,cuda:1 or cpu (default: every GPU, else cpu); ray: auto, gpu, cpu or N")
     sv.add_argument("--max-attempts", type=int, default=3, help="tries per request before a system_error result")
@@ -526,8 +530,9 @@ def _cmd_tasks_audit(args: argparse.Namespace) -> int:
 def _cmd_bench_service(args: argparse.Namespace) -> int:
     from kernelgym.service.bench import run_service_bench
 
-    if args.n < 1 or args.jobs < 1 or (args.warm is not None and args.warm < 0) or args.repeats < 0:
-        raise UsageError("--n and --jobs must be at least 1, --warm and --repeats at least 0")
+    if (args.n < 1 or args.jobs < 1 or args.workers_per_device < 1 or (args.warm is not None and args.warm < 0)
+            or args.repeats < 0):
+        raise UsageError("--n, --jobs and --workers-per-device must be at least 1, --warm and --repeats at least 0")
     tasks = tuple(t.strip() for t in args.repeat_tasks.split(",") if t.strip()) if args.repeats else ()
     items = None
     if args.corpus is not None:
@@ -536,7 +541,7 @@ def _cmd_bench_service(args: argparse.Namespace) -> int:
         items = build_training_mix(args.n, args.corpus, per_task=args.per_task)
     report = run_service_bench(args.n, _config(args), jobs=args.jobs, warm=args.warm, baseline=not args.no_baseline,
                                repeats=args.repeats, repeat_tasks=tasks, fork_server=not args.no_fork_server,
-                               items=items)
+                               items=items, workers_per_device=args.workers_per_device)
     for table in report.tables():
         console.print(table)
     for mode in report.modes:
@@ -619,6 +624,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"the service needs the [serve] extra (pip install 'kernelgym[serve]'): {e}") from None
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if args.workers_per_device < 1:
+        raise UsageError("--workers-per-device must be at least 1")
+    if args.workers_per_device > 1 and args.backend != "local":
+        raise UsageError("--workers-per-device is an option of the local backend (ray: one actor per GPU)")
     if args.max_attempts < 1:
         raise UsageError("--max-attempts must be at least 1")
     logging.getLogger("kernelgym").setLevel(logging.INFO)
@@ -626,7 +635,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     try:
         serve(backend=args.backend, host=args.host, port=args.port, db=args.db, token=args.token, jobs=args.jobs,
-              devices=args.devices, max_attempts=args.max_attempts, payload_ttl_days=args.payload_ttl_days)
+              devices=args.devices, max_attempts=args.max_attempts, payload_ttl_days=args.payload_ttl_days,
+              workers_per_device=args.workers_per_device)
     except ServiceStartError as e:
         raise UsageError(str(e)) from None
     return 0

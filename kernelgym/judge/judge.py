@@ -57,14 +57,23 @@ from kernelgym.tasks.task import Task
 class _PhaseClock:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        # This thread's CPU per phase: every evaluation in flight in one judging process shares its GIL,
+        # so the trusted side's Python, not the GPU, can be what bounds throughput (issue 26)
+        self.cpu: dict[str, float] = {}
+        self._cpu0 = time.thread_time()
 
     @contextlib.contextmanager
     def __call__(self, name: str) -> Iterator[None]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             yield
         finally:
             self.add(name, time.perf_counter() - t0)
+            self.cpu[name] = round(self.cpu.get(name, 0.0) + time.thread_time() - c0, 4)
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """"judge": this thread's CPU since the clock started; "judge_<phase>": within each phase."""
+        return {"judge": round(time.thread_time() - self._cpu0, 4)} | {f"judge_{k}": v for k, v in self.cpu.items()}
 
     def add(self, name: str, seconds: float) -> None:
         self.seconds[name] = round(self.seconds.get(name, 0.0) + seconds, 4)
@@ -104,6 +113,7 @@ def judge(task: Task, answer: str | bytes, config: JudgeConfig | None = None) ->
             else:
                 _evaluate(Path(scratch), code, report, reference, rng, config, result, clock)
     result.phase_seconds = clock.seconds
+    result.cpu_seconds = result.cpu_seconds | clock.cpu_seconds()
     if not result.message:
         result.message = _summary(result)
     return result

@@ -140,7 +140,9 @@ class EvalResult:
     transfer: str = ""  # replay engine: how the replay's bulk replies came back, "device" (CUDA IPC) or "area"
     transfer_note: str = ""  # why not "device" where the config asked for it (the fallback's reason)
     # CPU seconds of each process the replay engine used ("answer", "replay"),
-    # warm-pool start-up included: what one evaluation costs the host, read from /proc by the parent
+    # warm-pool start-up included: what one evaluation costs the host, read from /proc by the parent;
+    # "judge": the trusted thread that ran this evaluation (its Python holds the judging process's GIL,
+    # which every evaluation in flight in that process shares), "judge_<phase>" its part in each phase
     cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     @property

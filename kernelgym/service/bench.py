@@ -53,6 +53,10 @@ class ModeReport:
     window: tuple[float, float] = field(default=(0.0, 0.0), repr=False)  # time.time() of the clock's start and end
     warmup_s: float | None = None  # service only: filling the warm pools after the workers were up (not in wall_s)
     kernel_busy_share: float | None = None  # the driver's share of the wall time a kernel ran (nvidia-smi)
+    # service only, per worker process: its own threads' CPU seconds over the wall (1.0: one core busy all the
+    # time). A worker's Python runs under one GIL, so near 1.0 the judging process, not the GPU, is the bound
+    worker_cpu_share: dict[str, float] = field(default_factory=dict)
+    load_avg: float | None = None  # the host's 1-minute load average at the end of the batch
 
     @property
     def evals_per_min(self) -> float:
@@ -110,12 +114,13 @@ class ServiceBenchReport:
 
     def tables(self) -> list[Table]:
         t = Table("mode", "answers", "warm-up s", "wall s", "evals/min", "p50 latency s", "p95 latency s", "GPU timing-busy",
-                  "GPU held", "GPU kernel-busy", "crash cost s", "unexpected verdicts", title=f"service bench on {self.gpu_name or self.device}")
+                  "GPU held", "GPU kernel-busy", "crash cost s", "unexpected verdicts", "worker CPU", "load", title=f"service bench on {self.gpu_name or self.device}")
         for m in self.modes:
             t.add_row(m.mode, str(m.n), _f(m.warmup_s, ".1f"), f"{m.wall_s:.1f}", f"{m.evals_per_min:.1f}", f"{m.percentile(0.5):.1f}",
                       f"{m.percentile(0.95):.1f}", "-" if m.busy_share is None else f"{m.busy_share:.0%}",
                       "-" if m.held_share is None else f"{m.held_share:.0%}", _f(m.kernel_busy_share, ".0%"),
-                      "-" if m.crash_cost_s is None else f"{m.crash_cost_s:.2f}", str(len(m.unexpected)))
+                      "-" if m.crash_cost_s is None else f"{m.crash_cost_s:.2f}", str(len(m.unexpected)),
+                      " ".join(f"{v:.0%}" for v in m.worker_cpu_share.values()) or "-", _f(m.load_avg, ".1f"))
         out = [t, self._phase_table(self.modes[0])] if self.modes and self.modes[0].details else [t]
         if len(self.modes) == 2 and self.modes[1].evals_per_min > 0:
             t.caption = f"service / baseline throughput: {self.modes[0].evals_per_min / self.modes[1].evals_per_min:.1f}x"
@@ -145,19 +150,20 @@ class ServiceBenchReport:
 
 def run_service_bench(n: int, config: JudgeConfig, jobs: int = 8, warm: int | None = None, baseline: bool = True,
                       repeats: int = 10, repeat_tasks: tuple[str, ...] = ("relu", "softmax", "matmul_square"),
-                      seed: int = 0, fork_server: bool = True, items: list[MixItem] | None = None) -> ServiceBenchReport:
+                      seed: int = 0, fork_server: bool = True, items: list[MixItem] | None = None,
+                      workers_per_device: int = 1) -> ServiceBenchReport:
     """Judge a mixed batch of `n` answers through the service (and, with `baseline`, one at a time
     in fresh processes), then `repeats` evaluations of each of `repeat_tasks`' built-in answers.
     `fork_server`: the service's warm candidates are forked (False: each a new interpreter).
     `items`: another batch than `build_mix(n)`, such as `build_training_mix` (its tasks travel as
-    source with each request)."""
+    source with each request). `workers_per_device`: worker processes per device, `jobs` in flight each."""
     device = config.resolved_device()
     defaults = asdict(JudgeConfig())
     overrides = {k: v for k, v in asdict(config).items() if k not in ("device", "seed") and v != defaults[k]}
     items = build_mix(n, seed=seed) if items is None else items
     with tempfile.TemporaryDirectory(prefix="kernelgym-bench-") as tmp, UtilizationSampler() as gpu_use:
         service_mode, repeat_results = _service_run(Path(tmp), items, overrides, device, jobs, warm,
-                                                    repeats, repeat_tasks, fork_server)
+                                                    repeats, repeat_tasks, fork_server, workers_per_device)
         modes = [service_mode]
         if baseline:
             modes.append(_baseline_run(Path(tmp), items, config, device))
@@ -170,7 +176,8 @@ def run_service_bench(n: int, config: JudgeConfig, jobs: int = 8, warm: int | No
 
 
 def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], device: str, jobs: int, warm: int | None,
-                 repeats: int, repeat_tasks: tuple[str, ...], fork_server: bool) -> tuple[ModeReport, list[EvalResult]]:
+                 repeats: int, repeat_tasks: tuple[str, ...], fork_server: bool,
+                 workers_per_device: int = 1) -> tuple[ModeReport, list[EvalResult]]:
     from kernelgym.service.local_backend import LocalBackend, LocalBackendConfig
     from kernelgym.service.service import Service
     from kernelgym.service.store import Store
@@ -180,7 +187,8 @@ def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], dev
     with _environ(env):
         devices = (device,) if device != "cuda" else ()
         backend = LocalBackend(LocalBackendConfig(devices=devices, jobs_per_worker=jobs, warm_pool_size=warm,
-                                                  fork_server=fork_server, judge_config=overrides))
+                                                  fork_server=fork_server, judge_config=overrides,
+                                                  workers_per_device=workers_per_device))
         service = Service(backend, Store(tmp / "bench.db")).start()
         try:
             # The steady state: a long-running service has its warm pools full; filling them is
@@ -191,16 +199,23 @@ def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], dev
             requests = [{"task_id": it.task_id, "answer": it.answer, "config": {"seed": 10_000 + i},
                          **({"task_source": it.task_source} if it.task_source is not None else {})}
                         for i, it in enumerate(items)]
+            pids = {w["name"]: w["pid"] for w in backend.stats()["workers"] if w.get("pid")}
+            cpu0 = {name: _own_cpu_seconds(pid) for name, pid in pids.items()}
             t0 = time.time()
             submission = service.submit(requests)
             records = service.wait(submission.ids)
             t1 = max((r.finished_at or time.time()) for r in records)
+            cpu1, t_cpu = {name: _own_cpu_seconds(pid) for name, pid in pids.items()}, time.time()
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
             results = [r.result for r in records]
             mode = _mode_report("service", items, results, [(r.finished_at or t1) - r.created_at for r in records],
                                 t1 - t0, _busy_share(busy_log, t0, t1), _busy_share(busy_log, t0, t1, ("x", "s")))
             mode.window = (t0, t1)
             mode.pools = [w["pool"] for w in backend.stats()["workers"] if w.get("pool")]
             mode.warmup_s = warmup_s
+            mode.load_avg = load
+            mode.worker_cpu_share = {name: round((cpu1[name] - cpu0[name]) / (t_cpu - t0), 3) for name in pids
+                                     if cpu0.get(name) is not None and cpu1.get(name) is not None}
             reps = [{"task_id": tid, "answer": builtin_answer_path(tid).read_text(), "config": {"seed": 20_000 + k}}
                     for tid in repeat_tasks for k in range(repeats)]
             repeat_results = [r.result for r in service.wait(service.submit(reps).ids)] if reps else []
@@ -250,6 +265,16 @@ def _mode_report(mode: str, items: list[MixItem], results: list[EvalResult | Non
     return ModeReport(mode=mode, n=len(items), wall_s=wall, statuses=statuses, latencies_s=latencies,
                       unexpected=unexpected, crash_cost_s=statistics.median(crash_costs) if crash_costs else None,
                       busy_share=busy, held_share=held, details=details)
+
+
+def _own_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a live process's own threads (not its reaped children), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _busy_share(log: Path, t0: float, t1: float, kinds: tuple[str, ...] = ("x",)) -> float | None:

@@ -33,6 +33,11 @@ class LocalBackendConfig:
     devices: tuple[str, ...] = field(default=(), metadata={"help": "e.g. ('cuda:0', 'cuda:1') or ('cpu',); "
                                                             "empty: every local GPU, else one cpu worker"})
     jobs_per_worker: int = field(default=4, metadata={"help": "evaluations in flight per worker"})
+    workers_per_device: int = field(
+        default=1, metadata={"help": "worker processes per device, each with jobs_per_worker evaluations in flight: "
+                             "a worker's Python (inputs, reference, comparisons, messages) runs under one GIL, so "
+                             "past some load a second process on the same GPU judges more than more threads in "
+                             "one; measurements stay exclusive (the GPU lock is a file lock across processes)"})
     warm_pool_size: int | None = field(
         default=None, metadata={"help": "warm candidate processes per worker; 0: spawn fresh; None: two per job, "
                                 "since every evaluation in flight uses up two (the answer's process and the "
@@ -46,8 +51,9 @@ class LocalBackendConfig:
         self.devices = tuple(self.devices)
         if self.warm_pool_size is None:
             self.warm_pool_size = 2 * self.jobs_per_worker
-        if self.jobs_per_worker < 1 or self.warm_pool_size < 0:
-            raise ValueError("LocalBackendConfig needs jobs_per_worker >= 1 and warm_pool_size >= 0")
+        if self.jobs_per_worker < 1 or self.warm_pool_size < 0 or self.workers_per_device < 1:
+            raise ValueError("LocalBackendConfig needs jobs_per_worker >= 1, workers_per_device >= 1 and "
+                             "warm_pool_size >= 0")
         bad = [d for d in self.devices if not (d == "cpu" or d.startswith("cuda:"))]
         if bad:
             raise ValueError(f"LocalBackendConfig.devices must be 'cpu' or 'cuda:N', not {bad}")
@@ -61,9 +67,10 @@ class _Running:
 
 @dataclass
 class _Slot:
-    """One device's worker position; the process in it is replaced when it dies."""
+    """One worker position on a device; the process in it is replaced when it dies."""
 
     device: str
+    name: str = ""  # the device, with "#k" for its k-th worker when a device has several
     client: WorkerClient | None = None  # the current generation's, starting or alive
     generation: int = 0
     alive: bool = False
@@ -100,7 +107,9 @@ class LocalBackend:
             if self._started:
                 return
             self._started = True
-            self._slots = [_Slot(device=d) for d in (self.config.devices or _local_devices())]
+            k = self.config.workers_per_device
+            self._slots = [_Slot(device=d, name=d if k == 1 else f"{d}#{i}")
+                           for d in (self.config.devices or _local_devices()) for i in range(k)]
             for slot in self._slots:
                 self._launch(slot)
             self._changed.wait_for(lambda: all(s.alive or s.disabled for s in self._slots))
@@ -155,7 +164,7 @@ class LocalBackend:
         `busy_s`: wall seconds with at least one job in flight (`job_s` sums the jobs' own seconds)."""
         now = time.monotonic()
         with self._lock:
-            workers = [{"name": s.device, "device": s.device, "alive": s.alive, "disabled": s.disabled,
+            workers = [{"name": s.name, "device": s.device, "alive": s.alive, "disabled": s.disabled,
                         "pid": s.client.pid if s.client is not None and s.alive else None,
                         "in_flight": len(s.running), "done": s.done, "restarts": s.restarts,
                         "busy_s": round(_busy(s, now), 3), "job_s": round(s.job_s, 3), "pool": s.pool}
@@ -165,7 +174,7 @@ class LocalBackend:
                 "restarts": sum(w["restarts"] for w in workers),
                 "capacity": self.config.jobs_per_worker * sum(not w["disabled"] for w in workers),
                 "in_flight": sum(w["in_flight"] for w in workers), "queued": queued,
-                "busy_seconds": {w["device"]: w["busy_s"] for w in workers}, "workers": workers}
+                "busy_seconds": {w["name"]: w["busy_s"] for w in workers}, "workers": workers}
 
     def shutdown(self) -> None:
         """Stop the workers; queued and in-flight jobs get a retryable outcome. Idempotent."""
@@ -198,7 +207,7 @@ class LocalBackend:
         slot.generation += 1
         slot.starting, slot.alive, slot.client, slot.pool = True, False, None, None
         threading.Thread(target=self._start_worker, args=(slot, slot.generation, delay_s), daemon=True,
-                         name=f"local-backend-start-{slot.device}").start()
+                         name=f"local-backend-start-{slot.name}").start()
 
     def _start_worker(self, slot: _Slot, gen: int, delay_s: float) -> None:
         spec = WorkerSpec(slot.device, self.config.jobs_per_worker, self.config.warm_pool_size,
@@ -224,7 +233,7 @@ class LocalBackend:
                 slot.starting = False
             if current:
                 slot.alive, slot.start_failures = True, 0
-                log.info("local backend: worker %s ready (pid %d)", slot.device, client.pid)
+                log.info("local backend: worker %s ready (pid %d)", slot.name, client.pid)
                 sends = self._dispatch()
             self._changed.notify_all()
         if current:
@@ -240,7 +249,7 @@ class LocalBackend:
             slot.starting, slot.client = False, None
             slot.start_failures += 1
             if not self._stopping:
-                log.error("local backend: worker %s failed to start (%d in a row): %s", slot.device,
+                log.error("local backend: worker %s failed to start (%d in a row): %s", slot.name,
                           slot.start_failures, why)
                 if slot.start_failures >= MAX_START_FAILURES:
                     slot.disabled = why
@@ -279,8 +288,8 @@ class LocalBackend:
         with self._lock:
             if slot.generation != gen:
                 return
-            lost = [(r.on_done, JobOutcome(job_id=r.job.id, system_error=f"worker {slot.device} (pid {client.pid}) "
-                                           f"died: {why}", retryable=True, worker=slot.device))
+            lost = [(r.on_done, JobOutcome(job_id=r.job.id, system_error=f"worker {slot.name} (pid {client.pid}) "
+                                           f"died: {why}", retryable=True, worker=slot.name))
                     for r in slot.running.values()]
             slot.running.clear()
             self._settle_busy(slot)
@@ -288,7 +297,7 @@ class LocalBackend:
                 slot.alive, slot.client = False, None
             else:
                 log.warning("local backend: worker %s (pid %d) died (%s) with %d job(s) in flight; restarting",
-                            slot.device, client.pid, why, len(lost))
+                            slot.name, client.pid, why, len(lost))
                 slot.restarts += 1
                 self._launch(slot)
             self._changed.notify_all()

@@ -24,15 +24,17 @@ RAY_HINT = ("start a cluster first (launch/ray_head.sh, or `ray start --head` on
             "`--devices cpu` still needs one")
 
 
-def build_backend(kind: str, devices: str | None = None, jobs: int | None = None) -> Backend:
+def build_backend(kind: str, devices: str | None = None, jobs: int | None = None,
+                  workers_per_device: int = 1) -> Backend:
     """The backend named `kind`. `devices`: local: comma-separated `cuda:N`/`cpu` (default every
     local GPU, else the CPU); ray: auto, gpu, cpu or a number of CPU actors. `jobs`: evaluations in
-    flight per worker (the backend's default when None)."""
+    flight per worker (the backend's default when None); `workers_per_device`: local only."""
     if kind == "local":
         from kernelgym.service.local_backend import LocalBackend, LocalBackendConfig
 
         names = tuple(d.strip() for d in (devices or "").split(",") if d.strip())
-        options = {"devices": names} | ({} if jobs is None else {"jobs_per_worker": jobs})
+        options = {"devices": names, "workers_per_device": workers_per_device} | (
+            {} if jobs is None else {"jobs_per_worker": jobs})
         return LocalBackend(LocalBackendConfig(**options))
     if kind == "ray":
         from kernelgym.service.ray_backend import RayBackend
@@ -61,7 +63,7 @@ def local_gpu_model(devices: str | None) -> str | None:
 
 def serve(backend: str = "local", host: str = "127.0.0.1", port: int = 8000, db: str | Path = "kernelgym.db",
           token: str | None = None, jobs: int | None = None, devices: str | None = None, max_attempts: int = 3,
-          payload_ttl_days: float | None = None, log_level: str = "info") -> None:
+          payload_ttl_days: float | None = None, log_level: str = "info", workers_per_device: int = 1) -> None:
     """Run the service until interrupted. `token` None reads $KERNELGYM_TOKEN (no auth if unset)."""
     import uvicorn
 
@@ -71,7 +73,7 @@ def serve(backend: str = "local", host: str = "127.0.0.1", port: int = 8000, db:
 
     store = Store(db)
     gpu_model = local_gpu_model(devices) if backend == "local" else None
-    service = Service(build_backend(backend, devices, jobs), store, max_attempts=max_attempts,
+    service = Service(build_backend(backend, devices, jobs, workers_per_device), store, max_attempts=max_attempts,
                       payload_ttl_days=payload_ttl_days, gpu_model=gpu_model)
     app = create_app(service, token=token)  # the app's lifespan stops the service (starting it again is a no-op)
     # Started before uvicorn, not in the app's startup: a backend that cannot start is one line, and

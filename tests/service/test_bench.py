@@ -28,6 +28,11 @@ def test_service_and_baseline_judge_the_same_batch(tmp_path):
     warm = [c for c in judged if "answer_startup" in c]
     assert all(0 < c["answer_startup"] <= c["answer"] for c in warm), warm
     assert "cpu_answer" in service.phase_medians()["correct"]
+    # the judging process's own threads over the batch (one GIL for every evaluation in flight there) and the
+    # trusted thread's CPU per evaluation: what says whether the judging process, not the device, is the bound
+    assert set(service.worker_cpu_share) == {"cpu"} and service.worker_cpu_share["cpu"] > 0
+    assert baseline.worker_cpu_share == {} and service.load_avg is not None
+    assert service.phase_medians()["correct"]["cpu_judge"] > 0
 
 
 def test_busy_share_is_the_union_of_holds(tmp_path):

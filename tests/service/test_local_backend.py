@@ -149,3 +149,31 @@ def test_the_warm_pool_holds_two_processes_per_job_by_default():
     # Judge v4 uses two processes per evaluation (the answer's, the replay's): one per job starved the pool.
     assert LocalBackendConfig(devices=("cpu",), jobs_per_worker=3).warm_pool_size == 6
     assert LocalBackendConfig(devices=("cpu",), jobs_per_worker=3, warm_pool_size=1).warm_pool_size == 1
+
+
+def test_several_workers_share_one_device_and_each_takes_jobs(monkeypatch, tmp_path):
+    # A worker's Python (inputs, reference, comparisons, messages) runs under one GIL: a second process on the same
+    # device is the way past it. Each is a slot of its own, named apart, and the least-loaded dispatch uses both.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    b = LocalBackend(LocalBackendConfig(devices=("cpu",), jobs_per_worker=1, warm_pool_size=1, workers_per_device=2,
+                                        judge_config={"num_trials": 1, "timeout_s": 150}))
+    b.start()
+    try:
+        assert b.capacity() == 2
+        workers = b.stats()["workers"]
+        assert [w["name"] for w in workers] == ["cpu#0", "cpu#1"] and {w["device"] for w in workers} == {"cpu"}
+        assert len({w["pid"] for w in workers}) == 2
+        outcomes = Outcomes()
+        for i in range(2):  # submitted together: one each, since each worker has a single slot
+            b.submit(Job(id=f"j{i}", task_id="relu", answer=RELU), outcomes)
+        outcomes.wait("j0", "j1")
+        assert all(o.ok and o.result["status"] == "ok" for o in outcomes.by_job.values())
+        assert [w["done"] for w in b.stats()["workers"]] == [1, 1]
+        assert set(b.stats()["busy_seconds"]) == {"cpu#0", "cpu#1"}
+    finally:
+        b.shutdown()
+
+
+def test_workers_per_device_must_be_positive():
+    with pytest.raises(ValueError, match="workers_per_device"):
+        LocalBackendConfig(devices=("cpu",), workers_per_device=0)
