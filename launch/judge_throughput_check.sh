@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Issue 26's throughput on ONE GPU, in one call: where an evaluation's time goes and what more concurrency buys.
+# `kernelgym bench service` on the default mix (N answers, the BENCHMARKS flags) once per RUNS entry
+# "jobs x workers" (evaluations in flight per worker process x worker processes on the GPU), one after another
+# on the idle GPU, each with a fresh Triton cache (an RL step's answers are new code: nothing is cached).
+# Each run reports evaluations/min, each worker process's own CPU share (1.0 = one core: its GIL is the
+# bound), the host's load and, per answer kind, the median seconds and trusted-thread CPU per phase.
+# Usage: [RUNS="8x1 16x1 8x2"] [N=48] [RUN_LIMIT_S=150] [DEADLINE_S=520] [BENCH_FLAGS=...] bash launch/judge_throughput_check.sh
+# BENCH_DEVICE=cpu: a smoke test of this script on a CPU (interpreter).
+# Results: $OUT/throughput.txt (the table and the phase medians), $OUT/throughput.tgz (reports and logs).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+out="${OUT:-throughput_out}"; mkdir -p "$out"; out="$(cd "$out" && pwd)"
+work="$(mktemp -d)"; deadline="${DEADLINE_S:-520}"; py="${PYTHON:-python3}"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+  "$py" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+  echo "nproc $(nproc) | cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo n/a) | $(uptime)"
+  git rev-parse HEAD 2>/dev/null || echo "no git history here"; } > "$work/machine.txt" 2>&1
+rc=0
+for run in ${RUNS:-8x1 16x1 8x2}; do
+  jobs=${run%x*} workers=${run#*x}
+  left=$((deadline - SECONDS)); lim=${RUN_LIMIT_S:-150}; ((left < lim)) && lim=$left
+  if ((lim < 45)); then echo "$run: skipped, ${left} s left of DEADLINE_S=$deadline" >> "$work/runs.txt"; continue; fi
+  t0=$SECONDS
+  TRITON_CACHE_DIR="$(mktemp -d)" timeout -k 10 "$lim" "$py" -m kernelgym.cli bench service --device "${BENCH_DEVICE:-cuda}" --no-baseline \
+    --repeats 0 --no-compile-baseline --timeout 30 --n "${N:-48}" --jobs "$jobs" --workers-per-device "$workers" \
+    ${BENCH_FLAGS:-} --json-out "$work/bench_${run}.json" > "$work/bench_${run}.log" 2>&1
+  code=$?; ((code)) && rc=1
+  echo "$run: exit $code after $((SECONDS - t0)) s" >> "$work/runs.txt"
+done
+"$py" - "$work" > "$out/throughput.txt" 2>&1 <<'EOF'
+import json, sys
+from pathlib import Path
+
+work = Path(sys.argv[1])
+print((work / "machine.txt").read_text())
+print((work / "runs.txt").read_text() if (work / "runs.txt").exists() else "no runs")
+print(f"{'run':6} {'n':>3} {'wall s':>7} {'evals/min':>9} {'warm-up':>7} {'p50 s':>6} {'held':>5} {'kernel':>6} "
+      f"{'worker CPU':>14} {'load':>5} {'unexpected':>10}  statuses")
+phases = []
+for path in sorted(work.glob("bench_*.json"), key=lambda p: p.stat().st_mtime):
+    run = path.stem.removeprefix("bench_")
+    for m in json.loads(path.read_text())["modes"]:
+        share = " ".join(f"{v:.0%}" for v in (m.get("worker_cpu_share") or {}).values()) or "-"
+        fmt = lambda x, s: "-" if x is None else format(x, s)
+        print(f"{run:6} {m['n']:>3} {m['wall_s']:>7.1f} {m['evals_per_min']:>9.1f} {fmt(m.get('warmup_s'), '.1f'):>7} "
+              f"{m['p50_latency_s']:>6.1f} {fmt(m.get('held_share'), '.0%'):>5} {fmt(m.get('kernel_busy_share'), '.0%'):>6} "
+              f"{share:>14} {fmt(m.get('load_avg'), '.1f'):>5} {len(m['unexpected']):>10}  {m['statuses']}")
+        for line in m["unexpected"]:
+            print(f"{'':8}unexpected: {line[:160]}")
+        for kind, med in (m.get("phase_medians") or {}).items():
+            if kind in ("correct", "wrong_output"):
+                phases.append((run, kind, med))
+print("\nmedian seconds per phase (wall), and the trusted thread's CPU (cpu_judge*), by run and answer kind")
+for run, kind, med in phases:
+    wall = {k: v for k, v in med.items() if not k.startswith("cpu_")}
+    cpu = {k.removeprefix("cpu_"): v for k, v in med.items() if k.startswith("cpu_")}
+    print(f"  {run} {kind}: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(wall.items())))
+    print(f"  {run} {kind} cpu: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(cpu.items())))
+EOF
+tar czf "$out/throughput.tgz" -C "$work" .
+cat "$out/throughput.txt"
+exit $rc
