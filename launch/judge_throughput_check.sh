@@ -5,6 +5,7 @@
 # on the idle GPU, each with a fresh Triton cache (an RL step's answers are new code: nothing is cached).
 # Each run reports evaluations/min, each worker process's own CPU share (1.0 = one core: its GIL is the
 # bound), the host's load and, per answer kind, the median seconds and trusted-thread CPU per phase.
+# A run "JOBSxWORKERS@SYNC" sets KERNELGYM_CUDA_SYNC (blocking, the default, or auto: CUDA's spin-or-yield).
 # Usage: [RUNS="8x1 16x1 8x2"] [N=48] [RUN_LIMIT_S=150] [DEADLINE_S=520] [BENCH_FLAGS=...] bash launch/judge_throughput_check.sh
 # BENCH_DEVICE=cpu: a smoke test of this script on a CPU (interpreter).
 # Results: $OUT/throughput.txt (the table and the phase medians), $OUT/throughput.tgz (reports and logs).
@@ -16,14 +17,27 @@ work="$(mktemp -d)"; deadline="${DEADLINE_S:-520}"; py="${PYTHON:-python3}"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
   "$py" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
   echo "nproc $(nproc) | cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo n/a) | $(uptime)"
-  git rev-parse HEAD 2>/dev/null || echo "no git history here"; } > "$work/machine.txt" 2>&1
+  git rev-parse HEAD 2>/dev/null || echo "no git history here"
+  # the blocking-sync flag reaches the primary context (judge/cuda_sync.py): CU_CTX_SCHED_BLOCKING_SYNC is 4
+  [[ ${BENCH_DEVICE:-cuda} == cuda ]] && "$py" - <<'PY'
+import ctypes, torch
+from kernelgym.judge.cuda_sync import use_blocking_sync
+print("cuda_sync:", use_blocking_sync(0))
+torch.zeros(1, device="cuda")
+cuda, dev, flags, active = ctypes.CDLL("libcuda.so.1"), ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+cuda.cuDeviceGet(ctypes.byref(dev), 0)
+cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active))
+print(f"primary context: flags {flags.value} (scheduling {flags.value & 7}), active {active.value}")
+PY
+} > "$work/machine.txt" 2>&1
 rc=0
 for run in ${RUNS:-8x1 16x1 8x2}; do
-  jobs=${run%x*} workers=${run#*x}
+  spec=${run%@*} sync=blocking; [[ $run == *@* ]] && sync=${run#*@}
+  jobs=${spec%x*} workers=${spec#*x}
   left=$((deadline - SECONDS)); lim=${RUN_LIMIT_S:-150}; ((left < lim)) && lim=$left
   if ((lim < 45)); then echo "$run: skipped, ${left} s left of DEADLINE_S=$deadline" >> "$work/runs.txt"; continue; fi
   t0=$SECONDS
-  TRITON_CACHE_DIR="$(mktemp -d)" timeout -k 10 "$lim" "$py" -m kernelgym.cli bench service --device "${BENCH_DEVICE:-cuda}" --no-baseline \
+  KERNELGYM_CUDA_SYNC=$sync TRITON_CACHE_DIR="$(mktemp -d)" timeout -k 10 "$lim" "$py" -m kernelgym.cli bench service --device "${BENCH_DEVICE:-cuda}" --no-baseline \
     --repeats 0 --no-compile-baseline --timeout 30 --n "${N:-48}" --jobs "$jobs" --workers-per-device "$workers" \
     ${BENCH_FLAGS:-} --json-out "$work/bench_${run}.json" > "$work/bench_${run}.log" 2>&1
   code=$?; ((code)) && rc=1

@@ -131,6 +131,11 @@ def _warm_up(device: str, profiler: bool = False, for_record: bool = True) -> No
         return
     if device not in _WARMED:
         _WARMED.add(device)
+        from kernelgym.judge.cuda_sync import ordinal_of, use_blocking_sync
+
+        ordinal = ordinal_of(device)
+        if ordinal is not None:  # before the context exists: this process's waits sleep instead of spinning
+            use_blocking_sync(ordinal)
         if ":" in device:
             torch.cuda.set_device(device)  # so kernels launched on the "current" device land on this one
         torch.cuda.init()

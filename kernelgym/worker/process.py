@@ -181,6 +181,11 @@ def _exit_text(proc: subprocess.Popen) -> str:
 # -- the worker side --------------------------------------------------------------------------------
 
 def _use_device(device: str) -> None:
+    from kernelgym.judge.cuda_sync import ordinal_of, use_blocking_sync
+
+    ordinal = ordinal_of(device)
+    if ordinal is not None:  # before the context exists (`judge.cuda_sync`)
+        log.info("worker %s: CUDA synchronisation %s", device, use_blocking_sync(ordinal))
     if device.startswith("cuda:"):
         import torch
 
