@@ -5,7 +5,7 @@
 # on the idle GPU, each with a fresh Triton cache (an RL step's answers are new code: nothing is cached).
 # Each run reports evaluations/min, each worker process's own CPU share (1.0 = one core: its GIL is the
 # bound), the host's load and, per answer kind, the median seconds and trusted-thread CPU per phase.
-# A run "JOBSxWORKERS@SYNC" sets KERNELGYM_CUDA_SYNC (blocking, the default, or auto: CUDA's spin-or-yield).
+# A run "JOBSxWORKERS@SYNC" sets KERNELGYM_CUDA_SYNC (auto, the default: CUDA's spin-or-yield; or blocking).
 # Usage: [RUNS="8x1 16x1 8x2"] [N=48] [RUN_LIMIT_S=150] [DEADLINE_S=520] [BENCH_FLAGS=...] bash launch/judge_throughput_check.sh
 # BENCH_DEVICE=cpu: a smoke test of this script on a CPU (interpreter).
 # Results: $OUT/throughput.txt (the table and the phase medians), $OUT/throughput.tgz (reports and logs).
@@ -21,6 +21,8 @@ work="$(mktemp -d)"; deadline="${DEADLINE_S:-520}"; py="${PYTHON:-python3}"
   # the blocking-sync flag reaches the primary context (judge/cuda_sync.py): CU_CTX_SCHED_BLOCKING_SYNC is 4
   [[ ${BENCH_DEVICE:-cuda} == cuda ]] && "$py" - <<'PY'
 import ctypes, torch
+import os
+os.environ["KERNELGYM_CUDA_SYNC"] = "blocking"
 from kernelgym.judge.cuda_sync import use_blocking_sync
 print("cuda_sync:", use_blocking_sync(0))
 torch.zeros(1, device="cuda")
@@ -32,7 +34,7 @@ PY
 } > "$work/machine.txt" 2>&1
 rc=0
 for run in ${RUNS:-8x1 16x1 8x2}; do
-  spec=${run%@*} sync=blocking; [[ $run == *@* ]] && sync=${run#*@}
+  spec=${run%@*} sync=auto; [[ $run == *@* ]] && sync=${run#*@}
   jobs=${spec%x*} workers=${spec#*x}
   left=$((deadline - SECONDS)); lim=${RUN_LIMIT_S:-150}; ((left < lim)) && lim=$left
   if ((lim < 45)); then echo "$run: skipped, ${left} s left of DEADLINE_S=$deadline" >> "$work/runs.txt"; continue; fi

@@ -1,19 +1,20 @@
-"""How the judge's CUDA processes wait for their GPU: asleep, not spinning (issue 26's throughput).
+"""How the judge's CUDA processes wait for their GPU: CUDA's default, or asleep (`KERNELGYM_CUDA_SYNC=blocking`).
 
 By default CUDA decides per process how a host thread waits for the GPU (`cudaDeviceScheduleAuto`):
 it spins while the process has fewer active threads than the host has cores. An evaluation has three
-CUDA processes on one GPU (the judge's worker, the answer's recording process, the replay), so eight
-in flight are ~17 contexts that the GPU time-slices, and each process's waits grow with its neighbours'
-work; spinning through them, the replay processes of one H200 burned 7.4 CPU-s each per correct
-evaluation with 16 in flight (1.3 with 8), the host's 16 cores ran at a load of 15-20, and throughput
-fell from 52 to 28-38 evaluations/min (docs/BENCHMARKS.md, sixteenth session). Blocking
-synchronisation (`CU_CTX_SCHED_BLOCKING_SYNC`) puts a waiting thread to sleep on the driver instead.
+CUDA processes on one GPU (the judge's worker, the answer's recording process, the replay), and with 16
+evaluations in flight on one H200 the replay processes used ~8 CPU-s each per correct evaluation (~2 with
+8 in flight), the host's 16 cores ran at a load of 19-24 and throughput fell from ~55 to ~40
+evaluations/min. Spinning waits were the suspect; blocking synchronisation (`CU_CTX_SCHED_BLOCKING_SYNC`,
+a waiting thread sleeps on the driver) did not change it: 54.2 against 57.8 evaluations/min with 8 in
+flight, 38.7 against 41.4 with 16, the replay's CPU the same (docs/BENCHMARKS.md, sixteenth session).
+So CUDA's default stays; `blocking` is kept as a switch for hosts with fewer cores per GPU.
 
-Timing is not affected: measurements read CUDA events, which the GPU stamps, not host clocks.
+Timing is not affected either way: measurements read CUDA events, which the GPU stamps.
 
 The flag belongs to the device's primary context and must be set before that context exists, so each
 process calls `use_blocking_sync` before its first CUDA call (the fork server never touches CUDA, so
-its forked candidates start without a context). `KERNELGYM_CUDA_SYNC=auto` leaves CUDA's default.
+its forked candidates start without a context).
 
 Only the standard library: the replay process and the answer's process import this before anything of
 CUDA; the driver library is the one torch itself uses.
@@ -30,14 +31,14 @@ _state: dict[int, str] = {}  # device ordinal -> what was done, once per process
 
 
 def mode() -> str:
-    """`blocking` (the default) or `auto` (CUDA's own choice), from the environment."""
-    value = os.environ.get(SYNC_VAR, "blocking").strip().lower()
-    return value if value in ("blocking", "auto") else "blocking"
+    """`auto` (CUDA's own choice, the default) or `blocking`, from the environment."""
+    value = os.environ.get(SYNC_VAR, "auto").strip().lower()
+    return value if value in ("blocking", "auto") else "auto"
 
 
 def use_blocking_sync(ordinal: int) -> str:
-    """Ask for blocking synchronisation on CUDA device `ordinal` (as this process numbers it) before its
-    primary context exists. Returns what happened, for logs: never raises, since a process that cannot set
+    """With `KERNELGYM_CUDA_SYNC=blocking`, ask for blocking synchronisation on CUDA device `ordinal` (as this
+    process numbers it) before its primary context exists. Returns what happened, for logs: never raises, since a process that cannot set
     the flag still judges correctly, only with CUDA's default way of waiting."""
     if ordinal in _state:
         return _state[ordinal]
