@@ -119,6 +119,9 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
     # Of which start-up, for processes a warm pool started ahead (where the host CPU goes: issue 26's throughput)
     result.cpu_seconds |= {f"{name}_startup": round(p.cpu_at_assign, 3) for name, p in (("answer", answer), ("replay", replayer))
                            if p is not None and p.cpu_seconds is not None and p.cpu_at_assign is not None}
+    # Per request: "replay.replay_trial" etc. (what a process spends between handing out and closing, by op)
+    result.cpu_seconds |= {f"{name}.{op}": v for name, p in (("answer", answer), ("replay", replayer))
+                           if p is not None for op, v in p.op_cpu.items()}
     # Counted when each process closed. The replay process never runs the answer's Python: anything it
     # left behind was started by the answer's kernels too.
     leftovers = sum(p.leftovers for p in (answer, replayer) if p is not None)

@@ -142,7 +142,8 @@ class EvalResult:
     # CPU seconds of each process the replay engine used ("answer", "replay"),
     # warm-pool start-up included: what one evaluation costs the host, read from /proc by the parent;
     # "judge": the trusted thread that ran this evaluation (its Python holds the judging process's GIL,
-    # which every evaluation in flight in that process shares), "judge_<phase>" its part in each phase
+    # which every evaluation in flight in that process shares), "judge_<phase>" its part in each phase;
+    # "answer.<op>", "replay.<op>": each process's CPU during each request op
     cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -86,6 +86,9 @@ class CandidateProcess:
         # ... and when a warm pool handed it to an evaluation: its start-up (imports, CUDA context, warm-up),
         # paid once per evaluation since processes are never reused (None: started for this evaluation)
         self.cpu_at_assign: float | None = None
+        # CPU seconds per request op, read from /proc by this process around each `request`: where a process's
+        # host CPU goes under load (issue 26's throughput), never part of a verdict
+        self.op_cpu: dict[str, float] = {}
         argv = [sys.executable, "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w),
                 str(cpu_memory_bytes), str(area_fd)] + ([device] if announce_ready else [])
         try:
@@ -201,10 +204,17 @@ class CandidateProcess:
         """Send one request and wait for its reply; raises `ChildFailed` on any fault. With
         `yield_to` (the GPU lock share the request runs under), a request still running after
         `YIELD_GRACE_S` while a measurement waits is paused (SIGSTOP) until the measurement is done."""
-        self.send(msg)
-        if yield_to is not None:
-            self._wait_yielding(yield_to)
-        return self.receive()
+        before = process_cpu_seconds(self.proc.pid)
+        try:
+            self.send(msg)
+            if yield_to is not None:
+                self._wait_yielding(yield_to)
+            return self.receive()
+        finally:
+            after = process_cpu_seconds(self.proc.pid)
+            if before is not None and after is not None:
+                op = str(msg.get("op"))[:40]
+                self.op_cpu[op] = round(self.op_cpu.get(op, 0.0) + after - before, 4)
 
     def _wait_yielding(self, hold: "Yieldable") -> None:
         """Wait for the reply's first byte, stepping aside for queued measurements. Time spent

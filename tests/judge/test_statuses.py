@@ -298,7 +298,7 @@ def test_the_replay_engine_reports_each_process_cpu_time(relu):
     # Read from /proc by the parent before each process exits: the host cost of one evaluation, by process.
     r = judge(relu, relu_answer(), JudgeConfig(engine="replay", device="cpu", timeout_s=60))
     assert r.status is Status.OK, r.message
-    procs = {k: v for k, v in r.cpu_seconds.items() if not k.startswith("judge")}
+    procs = {k: v for k, v in r.cpu_seconds.items() if not k.startswith("judge") and "." not in k}
     assert set(procs) == {"answer", "replay"}
     assert all(v > 0 for v in procs.values()), r.cpu_seconds  # each at least imported torch
     # the trusted thread's own CPU (its process's GIL is shared by every evaluation in flight there), whole
@@ -306,6 +306,11 @@ def test_the_replay_engine_reports_each_process_cpu_time(relu):
     assert r.cpu_seconds["judge"] > 0
     assert {"judge_parse", "judge_correctness"} <= set(r.cpu_seconds)
     assert all(v <= r.cpu_seconds["judge"] + 1e-3 for k, v in r.cpu_seconds.items() if k.startswith("judge_"))
+    # and each process's CPU by request op, read from /proc around each request: within the process's whole
+    assert {"answer.record", "replay.replay_trial"} <= set(r.cpu_seconds)
+    for proc in ("answer", "replay"):
+        ops = [v for k, v in r.cpu_seconds.items() if k.startswith(proc + ".")]
+        assert all(v >= 0 for v in ops) and sum(ops) <= r.cpu_seconds[proc] + 0.05, r.cpu_seconds
 
 
 def test_process_cpu_seconds_reads_proc_and_none_for_a_missing_process():
