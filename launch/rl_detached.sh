@@ -16,7 +16,7 @@
 #                                        machine needs to go on with RL: SFT_PARTS, TASKS_TGZ of rl_check.sh prepare)
 #   bash launch/rl_detached.sh start follow   both, in one call
 # env: DETACHED_SFT_SECONDS=900 DETACHED_RL_SECONDS=1500 (each stage's training time; a stage that has finished
-#      is not run again), SFT_ARGS RL_ARGS and the rest of rl_check.sh's, FOLLOW_SECONDS=540 (timeout_s 600);
+#      is not run again; DETACHED_RL_SECONDS=0: no RL, the run ends when the SFT's eval does), SFT_ARGS RL_ARGS and the rest of rl_check.sh's, FOLLOW_SECONDS=540 (timeout_s 600);
 #      DETACHED_EVAL_GPU=3: once SFT is done, rl_check.sh's eval of the SFT policy on that GPU beside RL
 #      (DETACHED_EVAL_MODELS, default sft, e.g. "sft base"; DETACHED_EVAL_SETS, default kernelbench;
 #      DETACHED_EVAL_SECONDS 900; give RL's service the other
@@ -49,7 +49,11 @@ start() {
         KEEP_SERVICE=1 EVAL_GPUS='${DETACHED_EVAL_GPU:-}' MODELS='${DETACHED_EVAL_MODELS:-sft}' EVAL_SETS='${DETACHED_EVAL_SETS:-kernelbench}' \
           CALL_SECONDS=${DETACHED_EVAL_SECONDS:-900} STAGE=eval bash launch/rl_check.sh > '$logs/detached_eval.log' 2>&1 &
       fi
-      CALL_SECONDS=$((rl_s + 200)) RL_SECONDS=$rl_s STAGE=rl bash launch/rl_check.sh; rl=\$?
+      if (( $rl_s > 0 )); then
+        CALL_SECONDS=$((rl_s + 200)) RL_SECONDS=$rl_s STAGE=rl bash launch/rl_check.sh; rl=\$?
+      else  # DETACHED_RL_SECONDS=0: SFT and its evals only (a 1-GPU machine); the run lives until the eval ends
+        rl=off; wait
+      fi
     fi
     echo \"rl stage: exit \$rl\"; echo \"sft \$sft rl \$rl\" > '$rcfile'" > "$logs/detached.log" 2>&1 < /dev/null &
   echo $! > "$pidfile"
