@@ -26,7 +26,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-rl_detached_out}"; mkdir -p "$out"
-work=/tmp/kg_rl; logs="$work/logs"; mkdir -p "$logs"  # rl_check.sh's own: the service and stash live there too
+# rl_check.sh's own: the service and stash live there too (KG_RL_WORK: another place, for the tests' stand-in)
+work="${KG_RL_WORK:-/tmp/kg_rl}"; logs="$work/logs"; mkdir -p "$logs"
 pidfile="$work/detached.pid"; rcfile="$work/detached.rc"
 PYTHON="${PYTHON:-python3}"
 rl_dir=runs/grpo_qwen_lora

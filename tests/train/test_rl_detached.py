@@ -1,0 +1,59 @@
+"""`launch/rl_detached.sh start`: the detached run's order of stages, against a stand-in rl_check.sh that records
+each call's STAGE (the real stages need the model and a GPU; rehearsed on this CPU with the tiny model)."""
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+STAND_IN = """#!/usr/bin/env bash
+# records the stage it was asked for; the sft stage leaves an adapter as a finished SFT does
+echo "$STAGE rl_seconds=${RL_SECONDS:-} eval_gpus=${EVAL_GPUS:-} models=${MODELS:-}" >> "$CALLS"
+if [[ $STAGE == sft ]]; then mkdir -p runs/sft_qwen_lora && touch runs/sft_qwen_lora/adapter_model.safetensors; fi
+if [[ $STAGE == eval ]]; then sleep 1; echo "eval done" >> "$CALLS"; fi
+exit 0
+"""
+
+
+def run_start(tmp_path: Path, **env: str) -> list[str]:
+    tree = tmp_path / "tree"
+    for d in ("kernelgym", "train", "rewards", "data", "configs", "launch"):
+        (tree / d).mkdir(parents=True)
+    (tree / "pyproject.toml").write_text("")
+    shutil.copy(ROOT / "launch" / "rl_detached.sh", tree / "launch" / "rl_detached.sh")
+    (tree / "launch" / "rl_check.sh").write_text(STAND_IN)
+    calls, work = tmp_path / "calls.txt", tmp_path / "work"
+    full = {**os.environ, "CALLS": str(calls), "KG_RL_WORK": str(work), "OUT": str(tmp_path / "out"), **env}
+    subprocess.run(["bash", "launch/rl_detached.sh", "start"], cwd=tree, env=full, check=True, timeout=60)
+    pid = int((work / "detached.pid").read_text())
+    deadline = time.monotonic() + 60
+    while (work / "detached.rc").exists() is False:  # written by the run as its last act
+        assert time.monotonic() < deadline, (work / "logs" / "detached.log").read_text()
+        time.sleep(0.1)
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):
+            os.kill(pid, 0)
+            time.sleep(0.05)
+    return calls.read_text().splitlines() + [(work / "detached.rc").read_text().strip()]
+
+
+def test_sft_then_rl_with_the_sft_eval_beside_it(tmp_path):
+    lines = run_start(tmp_path, DETACHED_EVAL_GPU="1", DETACHED_RL_SECONDS="600")
+    stages = [line.split()[0] for line in lines[:-1]]
+    assert stages[0] == "sft" and "rl" in stages and "eval" in stages
+    assert any(line.startswith("rl rl_seconds=600") for line in lines)
+    assert any(line.startswith("eval ") and "eval_gpus=1 models=sft" in line for line in lines)
+    assert lines[-1] == "sft 0 rl 0"
+
+
+def test_no_rl_runs_sft_and_waits_for_its_eval(tmp_path):
+    # a 1-GPU machine: SFT and its evals only; the run ends only once the eval has
+    lines = run_start(tmp_path, DETACHED_EVAL_GPU="0", DETACHED_RL_SECONDS="0")
+    stages = [line.split()[0] for line in lines[:-1]]
+    assert stages == ["sft", "eval", "eval"]  # the second "eval" line is the stand-in's "eval done"
+    assert lines[-1] == "sft 0 rl off"
