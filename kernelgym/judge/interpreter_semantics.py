@@ -27,6 +27,8 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   Python float itself, so `scale.to(tl.float16)` failed and arithmetic ran in float64.
 - A grid callable gets the launch's own arguments on the GPU (tensors, ints); the interpreter gave it
   the converted kernel arguments (pointers as 0-d tensors).
+- bfloat16: the interpreter computed on bf16 bit patterns; `interpreter_bf16` computes in fp32 and
+  rounds to bf16 as the GPU does.
 - Masks: a block mask `&` a scalar condition (`(cols < n) & (row < m)`) reached a load as int32 data and
   the interpreter refused it; the GPU compiles it. Masked loads and stores take the mask's values as bools.
 
@@ -44,6 +46,8 @@ import logging
 from typing import Any, Callable
 
 import numpy as np
+
+from kernelgym.judge import interpreter_bf16
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +70,9 @@ def install() -> str:
         why = f"this Triton's interpreter lacks {', '.join(missing)}: its own semantics stay"
         log.warning(why)
         return why
+    bf16_why = interpreter_bf16.install(interp)  # its own check and idempotence: the rest still installs
     if getattr(executor.__call__, "_kernelgym", False):
-        return ""
+        return bf16_why
     _run_grid._kernelgym = True  # type: ignore[attr-defined]
     executor.__call__ = _run_grid
     transformer = interp.ASTTransformer
@@ -76,7 +81,7 @@ def install() -> str:
     interp._kernelgym_bool_op = bool_op  # rewritten kernels see the interpreter module's globals
     _bool_masks(getattr(interp, "InterpreterBuilder", None))
     _launch_memory(getattr(interp, "InterpreterBuilder", None))
-    return ""
+    return bf16_why
 
 
 # -- masks ---------------------------------------------------------------------------------------

@@ -293,3 +293,160 @@ def test_a_merge_into_a_storage_no_argument_names_loses_updates():
     assert rest == 0
     merge_through_offset[(8,)](x, delta, BLOCK=16)
     assert out.item() != 128.0
+
+
+# -- bfloat16 ------------------------------------------------------------------------------------
+# The interpreter holds bf16 as uint16 bit patterns; it used to compute on the patterns (`maximum(v, 0)`
+# returned v, `v * 2` zeros) and to truncate fp32 -> bf16. A GPU computes in fp32 and rounds to nearest even,
+# as torch does on bf16 CPU tensors: elementwise results must match torch bit for bit.
+@triton.jit
+def bf16_elementwise(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    o = tl.arange(0, N)
+    x = tl.load(x_ptr + o)
+    y = tl.load(y_ptr + o)
+    tl.store(out_ptr + 0 * N + o, tl.maximum(x, 0.0))
+    tl.store(out_ptr + 1 * N + o, x + y)
+    tl.store(out_ptr + 2 * N + o, x * 2.0)
+    tl.store(out_ptr + 3 * N + o, x / y)  # the front end divides in fp32: the store rounds it to bf16
+    tl.store(out_ptr + 4 * N + o, tl.where(x < y, x, y))
+    tl.store(out_ptr + 5 * N + o, x - y * y)
+    tl.store(out_ptr + 6 * N + o, -x)
+    tl.store(out_ptr + 7 * N + o, tl.minimum(x, y))
+    tl.store(out_ptr + 8 * N + o, x.to(tl.int32).to(tl.bfloat16))
+
+
+def _bf16_pair(n: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(7)
+    x = (torch.randn(n, generator=g) * 3).to(torch.bfloat16)
+    y = (torch.randn(n, generator=g) * 3).to(torch.bfloat16)
+    y[:4] = x[:4]  # ties for the comparison
+    x[4:8] = torch.tensor([-1.5, 2.0, -0.25, 3.0])  # the values the bug report used
+    return x, y
+
+
+def test_bf16_elementwise_matches_torch_bit_for_bit():
+    x, y = _bf16_pair()
+    out = torch.zeros(9, x.numel(), dtype=torch.bfloat16)
+    bf16_elementwise[(1,)](x, y, out, N=x.numel())
+    expected = [torch.clamp_min(x, 0.0), x + y, x * 2.0, x / y, torch.where(x < y, x, y), x - y * y, -x,
+                torch.minimum(x, y), x.to(torch.int32).to(torch.bfloat16)]
+    for i, want in enumerate(expected):
+        assert torch.equal(out[i], want), (i, out[i][:8], want[:8])
+
+
+@triton.jit
+def bf16_exp_and_sum(x_ptr, out_ptr, sum_ptr, max_ptr, N: tl.constexpr):
+    o = tl.arange(0, N)
+    x = tl.load(x_ptr + o)
+    # tl.exp refuses bf16 on the GPU as here (libdevice's fp32/fp64 only): answers widen and narrow.
+    tl.store(out_ptr + o, tl.exp(x.to(tl.float32)).to(tl.bfloat16))
+    tl.store(sum_ptr, tl.sum(x, axis=0))  # a bf16 reduction (tl.sum keeps bf16)
+    tl.store(max_ptr, tl.argmax(x, axis=0))
+
+
+def test_bf16_exp_and_reductions_match_torch():
+    x, _ = _bf16_pair()
+    x = x - 1.0  # mostly negative: ordering bit patterns as integers got argmax wrong
+    out = torch.zeros_like(x)
+    total = torch.zeros(1, dtype=torch.bfloat16)
+    at = torch.zeros(1, dtype=torch.int32)
+    bf16_exp_and_sum[(1,)](x, out, total, at, N=x.numel())
+    # exp: numpy's and torch's fp32 exp may differ in the last fp32 bit, which can move a bf16 tie by an ulp.
+    torch.testing.assert_close(out, torch.exp(x), rtol=8e-3, atol=0)
+    # sum: here one rounding of an fp32 sum, a GPU rounds along its reduction tree: bf16 tolerance.
+    torch.testing.assert_close(total[0], x.sum(), rtol=2e-2, atol=2e-2)
+    assert at.item() == int(torch.argmax(x.float()))
+
+
+@triton.jit
+def bf16_dot(a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    tile = r[:, None] * N + r[None, :]
+    tl.store(out_ptr + tile, tl.dot(tl.load(a_ptr + tile), tl.load(b_ptr + tile)))
+
+
+def test_bf16_dot_multiplies_values_not_bit_patterns():
+    g = torch.Generator().manual_seed(3)
+    a, b = (torch.randn(16, 16, generator=g).to(torch.bfloat16) for _ in range(2))
+    out = torch.zeros(16, 16)
+    bf16_dot[(1,)](a, b, out, N=16)
+    # bf16 products are exact in fp32; only the order of the fp32 sums may differ from torch's.
+    torch.testing.assert_close(out, a.float() @ b.float(), rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def float_ops(x_ptr, y_ptr, out_ptr, sum_ptr, N: tl.constexpr):
+    o = tl.arange(0, N)
+    x = tl.load(x_ptr + o)
+    y = tl.load(y_ptr + o)
+    tl.store(out_ptr + 0 * N + o, tl.maximum(x, 0.0))
+    tl.store(out_ptr + 1 * N + o, x + y)
+    tl.store(out_ptr + 2 * N + o, x * y)
+    tl.store(out_ptr + 3 * N + o, tl.where(x < y, x, y))
+    tl.store(out_ptr + 4 * N + o, -x)
+    tl.store(out_ptr + 5 * N + o, tl.fma(x, y, x))
+    tl.store(sum_ptr, tl.sum(x, axis=0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_fp16_and_fp32_compute_as_numpy_did(dtype):
+    # The bf16 patch leaves other float types to the interpreter's numpy arithmetic, bit for bit.
+    x, y = (t.to(dtype) for t in _bf16_pair())
+    out = torch.zeros(6, x.numel(), dtype=dtype)
+    total = torch.zeros(1, dtype=dtype)
+    float_ops[(1,)](x, y, out, total, N=x.numel())
+    a, b = x.numpy(), y.numpy()
+    fma = (np.multiply(a, b, dtype=np.float64) + a).astype(a.dtype) if dtype == torch.float16 else None
+    expected = [np.maximum(a, a.dtype.type(0)), a + b, a * b, np.where(a < b, a, b), -a, fma]
+    for i, want in enumerate(expected):
+        if want is not None:  # fp32 fma: the interpreter's own single-rounding fma, not numpy's
+            assert np.array_equal(out[i].numpy(), want), i
+    assert total.numpy()[0] == np.sum(a)
+
+
+BF16_TASK = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y)
+
+
+def get_inputs():
+    return [torch.randn(4096, dtype=torch.bfloat16), torch.randn(4096, dtype=torch.bfloat16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+BF16_ANSWER = """import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_relu(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    s = tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m)  # in bf16, as the task's dtype
+    tl.store(out_ptr + offs, tl.maximum(s, 0.0), mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        add_relu[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_judge_accepts_an_honest_bf16_answer():
+    from kernelgym.judge import JudgeConfig, Status, judge
+    from kernelgym.tasks.task import Task
+
+    result = judge(Task(task_id="bf16_add_relu", source=BF16_TASK), BF16_ANSWER,
+                   JudgeConfig(device="cpu", timeout_s=120))
+    assert result.status == Status.OK, result
