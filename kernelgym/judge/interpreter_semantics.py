@@ -1,7 +1,7 @@
 """The GPU's program semantics under Triton's CPU interpreter, where the interpreter's own differ.
 
 `interpreter.py` makes the interpreter *run* what a GPU answer runs (autotune, libdevice, driver
-facts). This module makes it *compute* what the GPU computes, for five things an answer may do
+facts). This module makes it *compute* what the GPU computes, for the things an answer may do
 that the interpreter (triton 3.9) handles in plain Python instead:
 
 - `a and b`, `a or b` between tensors: the GPU front end evaluates every dynamic operand and combines
