@@ -23,6 +23,13 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   Atomics act on live memory. Open: one program after another, an acquire/release chain no program waits for
   orders every program after the previous one, and an atomic reads other programs' plain stores live
   (`_LaunchMemory`).
+- Memory between the lanes of one program: a GPU program is many threads, and a block stored to global memory
+  then read back at other places of the block (another lane's element, or a block of another shape) races
+  without `tl.debug_barrier()`, since Triton inserts no barrier for a global round trip (triton-lang/triton
+  #1097, #1615); the interpreter's whole-block numpy loads and stores made a Hillis-Steele scan through global
+  memory exact (red-team s16). Here such a load reads the launch's starting memory, unless a barrier or a scalar
+  atomic (its result reaches the lanes through a barrier) came between. Open: a store racing with an earlier
+  load of another lane (write after read), and a scalar atomic whose result nothing uses (no barrier on a GPU).
 - Float scalar arguments: the GPU passes a Python float as an fp32 scalar; the interpreter passed the
   Python float itself, so `scale.to(tl.float16)` failed and arithmetic ran in float64.
 - A grid callable gets the launch's own arguments on the GPU (tensors, ints); the interpreter gave it
@@ -135,7 +142,7 @@ class _LaunchMemory:
         self.regions: list[list[Any]] = []
         for base, nbytes in storages:
             if nbytes > 0 and not any(b <= base < e for b, e, *_ in self.regions):
-                self.regions.append([base, base + nbytes, None, None, None])
+                self.regions.append([base, base + nbytes, None, None, None, None, None])
         self.stored = False  # any program stored into a region yet
         self.programs = max(1, programs)
         self.me = 0  # the running program (its place in the run)
@@ -143,9 +150,19 @@ class _LaunchMemory:
         self.seen: np.ndarray | None = None  # per program: its stores up to this seq are visible (None: none)
         self.published: dict[int, np.ndarray] = {}  # storage of an atomic -> `seen` released there
         self.live = False  # the load running now is atomic: live memory
+        self.barrier = 0  # the running program's stores up to this seq are visible to all its lanes
+        self.shapes: dict[tuple[int, ...], int] = {}  # a block shape -> its id (the lanes' layout follows it)
 
     def begin_program(self, me: int = 0) -> None:
         self.me, self.live, self.seen = me % self.programs, False, None  # allocated at an acquire only
+        self.barrier = self.seq
+
+    def lane_barrier(self) -> None:
+        """`tl.debug_barrier()`: every store the running program made so far is visible to all its lanes."""
+        self.barrier = self.seq
+
+    def _shape_id(self, shape: tuple[int, ...]) -> int:
+        return self.shapes.setdefault(tuple(shape), len(self.shapes))
 
     def _keys(self, ptrs: np.ndarray, mask: Any) -> list[int]:
         # synchronisation is tracked per storage, not per address: cheap for an atomic_add into a whole tile
@@ -170,24 +187,36 @@ class _LaunchMemory:
             self.published[key] = mine if old is None else np.maximum(old, mine)
 
     def note_store(self, ptrs: np.ndarray, mask: np.ndarray, size: int) -> None:
-        addrs = _addresses(ptrs, mask)
+        ptrs = np.asarray(ptrs)
+        full = np.broadcast_shapes(ptrs.shape, np.asarray(mask).shape)
+        where = np.nonzero(np.broadcast_to(np.asarray(mask) != 0, full).ravel())[0]
+        addrs = np.broadcast_to(ptrs, full).ravel()[where].astype(np.uint64)
         if not addrs.size:
             return
+        # the lane that stored each element: its place in the block, and the block's shape (red-team s16)
+        where = where % max(1, int(np.prod(ptrs.shape, dtype=np.int64)))
+        shape = self._shape_id(ptrs.shape)
         self.seq += 1
         for region in self.regions:
             base, end = region[0], region[1]
-            inside = addrs[(addrs >= base) & (addrs < end)]
+            hit = (addrs >= base) & (addrs < end)
+            inside = addrs[hit]
             if inside.size:
                 if region[2] is None:  # copied at the first store only: storages no program writes cost nothing
                     region[2] = np.ctypeslib.as_array((ctypes.c_uint8 * (end - base)).from_address(base)).copy()
                     region[3] = np.full(end - base, -1, dtype=np.int32)
                     region[4] = np.zeros(end - base, dtype=np.int64)
-                writer, wseq = region[3], region[4]
+                    region[5] = np.zeros(end - base, dtype=np.int64)
+                    region[6] = np.zeros(end - base, dtype=np.int32)
+                writer, wseq, wpos, wshape = region[3], region[4], region[5], region[6]
                 off = (inside - np.uint64(base)).astype(np.int64)
+                lanes = where[hit]
                 for k in range(size):
                     at = np.minimum(off + k, writer.size - 1)
                     writer[at] = self.me
                     wseq[at] = self.seq
+                    wpos[at] = lanes
+                    wshape[at] = shape
                 self.stored = True
 
     def redirect(self, ptrs: np.ndarray) -> np.ndarray:
@@ -197,7 +226,8 @@ class _LaunchMemory:
             return ptrs
         out = None
         flat = ptrs.astype(np.uint64).ravel()
-        for base, end, copy, writer, wseq in self.regions:
+        shape = self._shape_id(ptrs.shape)
+        for base, end, copy, writer, wseq, wpos, wshape in self.regions:
             if copy is None:
                 continue
             at = np.nonzero((flat >= base) & (flat < end))[0]
@@ -208,7 +238,10 @@ class _LaunchMemory:
             other = (w >= 0) & (w != self.me)
             if self.seen is not None:
                 other[other] = self.seen[w[other]] < wseq[off[other]]
-            at = at[other]
+            # its own store from another lane (another place in the block, or a block of another shape) with
+            # no tl.debug_barrier() between: the GPU's threads race there as programs do (red-team s16)
+            own = (w == self.me) & (wseq[off] > self.barrier) & ((wshape[off] != shape) | (wpos[off] != at))
+            at = at[other | own]
             if at.size:
                 out = flat.copy() if out is None else out
                 out[at] = flat[at] - np.uint64(base) + np.uint64(copy.ctypes.data)
@@ -278,10 +311,26 @@ def _launch_memory(builder: Any) -> None:
                 memory.live = False
             if acquires and isinstance(ptrs, np.ndarray):
                 memory.acquire(ptrs, mask)
+            # A scalar atomic runs on one lane and Triton broadcasts its result to the others through a barrier
+            # (the last-block reduction's counter): what the program stored before is visible to all its lanes.
+            # A block atomic is one per lane and orders nothing between lanes.
+            if isinstance(ptrs, np.ndarray) and ptrs.size == 1:
+                memory.lane_barrier()
             return result
         call.__name__ = original.__name__
         return call
 
+    barrier = getattr(builder, "create_barrier", None)
+
+    def create_barrier(self: Any, *args: Any, **kwargs: Any) -> Any:
+        memory = _MEMORY[0]
+        if memory is not None:
+            memory.lane_barrier()
+        return barrier(self, *args, **kwargs) if barrier is not None else None
+
+    if barrier is not None:
+        create_barrier._kernelgym_memory = True  # type: ignore[attr-defined]
+        builder.create_barrier = create_barrier
     for fn, name in ((masked_load, "create_masked_load"), (masked_store, "create_masked_store")):
         fn._kernelgym = True  # type: ignore[attr-defined]
         fn._kernelgym_memory = True  # type: ignore[attr-defined]

@@ -450,3 +450,32 @@ def test_judge_accepts_an_honest_bf16_answer():
     result = judge(Task(task_id="bf16_add_relu", source=BF16_TASK), BF16_ANSWER,
                    JudgeConfig(device="cpu", timeout_s=120))
     assert result.status == Status.OK, result
+
+
+@triton.jit
+def scan_in_one_program(x_ptr, out_ptr, BLOCK: tl.constexpr, LOG2: tl.constexpr, BARRIER: tl.constexpr):
+    # a Hillis-Steele scan through global memory in ONE program: each round reads other lanes' elements back.
+    # Without tl.debug_barrier() the GPU's threads race (triton-lang/triton#1097, #1615); the interpreter's
+    # whole-block numpy loads and stores made it exact (red-team s16)
+    cols = tl.arange(0, BLOCK)
+    tl.store(out_ptr + cols, tl.load(x_ptr + cols))
+    if BARRIER:
+        tl.debug_barrier()
+    for s in tl.static_range(LOG2):
+        v = tl.load(out_ptr + cols)
+        u = tl.load(out_ptr + cols - (1 << s), mask=cols >= (1 << s), other=0.0)
+        if BARRIER:
+            tl.debug_barrier()
+        tl.store(out_ptr + cols, v + u)
+        if BARRIER:
+            tl.debug_barrier()
+
+
+def test_a_scan_across_lanes_without_a_barrier_is_not_exact_here():
+    x = torch.ones(64)
+    out = torch.zeros(64)
+    scan_in_one_program[(1,)](x, out, BLOCK=64, LOG2=6, BARRIER=False)
+    assert out.tolist() != list(range(1, 65))
+    out = torch.zeros(64)
+    scan_in_one_program[(1,)](x, out, BLOCK=64, LOG2=6, BARRIER=True)  # honest: barriers order the lanes
+    assert out.tolist() == list(range(1, 65))
