@@ -206,7 +206,7 @@ class _LaunchMemory:
                     region[2] = np.ctypeslib.as_array((ctypes.c_uint8 * (end - base)).from_address(base)).copy()
                     region[3] = np.full(end - base, -1, dtype=np.int32)
                     region[4] = np.zeros(end - base, dtype=np.int64)
-                    region[5] = np.zeros(end - base, dtype=np.int64)
+                    region[5] = np.zeros(end - base, dtype=np.int32)
                     region[6] = np.zeros(end - base, dtype=np.int32)
                 writer, wseq, wpos, wshape = region[3], region[4], region[5], region[6]
                 off = (inside - np.uint64(base)).astype(np.int64)
