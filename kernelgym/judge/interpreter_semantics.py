@@ -29,7 +29,8 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   #1097, #1615); the interpreter's whole-block numpy loads and stores made a Hillis-Steele scan through global
   memory exact (red-team s16). Here such a load reads the launch's starting memory, unless a barrier or a scalar
   atomic (its result reaches the lanes through a barrier) came between. Open: a store racing with an earlier
-  load of another lane (write after read), and a scalar atomic whose result nothing uses (no barrier on a GPU).
+  load of another lane (write after read), a scalar atomic whose result nothing uses (no barrier on a GPU),
+  and another lane's store read by an atomic (atomics act on live memory).
 - Float scalar arguments: the GPU passes a Python float as an fp32 scalar; the interpreter passed the
   Python float itself, so `scale.to(tl.float16)` failed and arithmetic ran in float64.
 - A grid callable gets the launch's own arguments on the GPU (tensors, ints); the interpreter gave it
