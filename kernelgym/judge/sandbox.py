@@ -425,13 +425,13 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def process_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a live process, its threads and the children it reaped (a compiler's
-    subprocesses), from /proc: read by the parent, so the answer cannot change it. None off Linux."""
+def process_cpu_seconds(pid: int, children: bool = True) -> float | None:
+    """User + system CPU seconds of a live process, its threads and (with `children`) the children it reaped
+    (a compiler's subprocesses), from /proc: read by the parent, so the answer cannot change it. None off Linux."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
-        ticks = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+        ticks = sum(int(v) for v in fields[11:15 if children else 13])  # utime, stime, cutime, cstime
         return ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None

@@ -28,6 +28,7 @@ from kernelgym.judge.bench import speedup_cv
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.judge import judge
 from kernelgym.judge.result import EvalResult
+from kernelgym.judge.sandbox import process_cpu_seconds
 from kernelgym.judge.timing import BUSY_LOG_VAR
 from kernelgym.service.bench_mix import MixItem, build_mix
 from kernelgym.service.gpu_utilization import UtilizationSampler
@@ -200,12 +201,13 @@ def _service_run(tmp: Path, items: list[MixItem], overrides: dict[str, Any], dev
                          **({"task_source": it.task_source} if it.task_source is not None else {})}
                         for i, it in enumerate(items)]
             pids = {w["name"]: w["pid"] for w in backend.stats()["workers"] if w.get("pid")}
-            cpu0 = {name: _own_cpu_seconds(pid) for name, pid in pids.items()}
+            # the workers' own threads only: the candidates are the fork server's children, not theirs
+            cpu0 = {name: process_cpu_seconds(pid, children=False) for name, pid in pids.items()}
             t0 = time.time()
             submission = service.submit(requests)
             records = service.wait(submission.ids)
             t1 = max((r.finished_at or time.time()) for r in records)
-            cpu1, t_cpu = {name: _own_cpu_seconds(pid) for name, pid in pids.items()}, time.time()
+            cpu1, t_cpu = {name: process_cpu_seconds(pid, children=False) for name, pid in pids.items()}, time.time()
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
             results = [r.result for r in records]
             mode = _mode_report("service", items, results, [(r.finished_at or t1) - r.created_at for r in records],
@@ -265,16 +267,6 @@ def _mode_report(mode: str, items: list[MixItem], results: list[EvalResult | Non
     return ModeReport(mode=mode, n=len(items), wall_s=wall, statuses=statuses, latencies_s=latencies,
                       unexpected=unexpected, crash_cost_s=statistics.median(crash_costs) if crash_costs else None,
                       busy_share=busy, held_share=held, details=details)
-
-
-def _own_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU of a live process's own threads (not its reaped children), from /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _busy_share(log: Path, t0: float, t1: float, kinds: tuple[str, ...] = ("x",)) -> float | None:

@@ -321,6 +321,7 @@ def test_process_cpu_seconds_reads_proc_and_none_for_a_missing_process():
     from kernelgym.judge.sandbox import process_cpu_seconds
 
     assert process_cpu_seconds(os.getpid()) > 0  # this process has imported torch
+    assert 0 < process_cpu_seconds(os.getpid(), children=False) <= process_cpu_seconds(os.getpid())
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     assert process_cpu_seconds(gone.pid) is None  # reaped: no /proc entry
