@@ -5,7 +5,10 @@
 # on the idle GPU, each with a fresh Triton cache (an RL step's answers are new code: nothing is cached).
 # Each run reports evaluations/min, each worker process's own CPU share (1.0 = one core: its GIL is the
 # bound), the host's load and, per answer kind, the median seconds and trusted-thread CPU per phase.
-# A run "JOBSxWORKERS@SYNC" sets KERNELGYM_CUDA_SYNC (auto, the default: CUDA's spin-or-yield; or blocking).
+# A run "JOBSxWORKERS@SYNC" sets KERNELGYM_CUDA_SYNC (auto, the default: CUDA's spin-or-yield; or blocking);
+# a suffix ":N" sets KERNELGYM_CANDIDATE_THREADS (torch's host threads per candidate process; default 1, 0: torch's
+# own, one per core), e.g. RUNS="16x1:0 16x1" for before/after of the thread cap. CPU per request op and, of it,
+# threads other than the main one by name ("~python3": torch's pool) are in the phase table's cpu line.
 # Usage: [RUNS="8x1 16x1 8x2"] [N=48] [RUN_LIMIT_S=150] [DEADLINE_S=520] [BENCH_FLAGS=...] bash launch/judge_throughput_check.sh
 # BENCH_DEVICE=cpu: a smoke test of this script on a CPU (interpreter).
 # Results: $OUT/throughput.txt (the table and the phase medians), $OUT/throughput.tgz (reports and logs).
@@ -34,12 +37,13 @@ PY
 } > "$work/machine.txt" 2>&1
 rc=0
 for run in ${RUNS:-8x1 16x1 8x2}; do
-  spec=${run%@*} sync=auto; [[ $run == *@* ]] && sync=${run#*@}
+  threads=1; [[ $run == *:* ]] && threads=${run#*:}
+  base=${run%%:*}; spec=${base%@*} sync=auto; [[ $base == *@* ]] && sync=${base#*@}
   jobs=${spec%x*} workers=${spec#*x}
   left=$((deadline - SECONDS)); lim=${RUN_LIMIT_S:-150}; ((left < lim)) && lim=$left
   if ((lim < 45)); then echo "$run: skipped, ${left} s left of DEADLINE_S=$deadline" >> "$work/runs.txt"; continue; fi
   t0=$SECONDS
-  KERNELGYM_CUDA_SYNC=$sync TRITON_CACHE_DIR="$(mktemp -d)" timeout -k 10 "$lim" "$py" -m kernelgym.cli bench service --device "${BENCH_DEVICE:-cuda}" --no-baseline \
+  KERNELGYM_CANDIDATE_THREADS=$threads KERNELGYM_CUDA_SYNC=$sync TRITON_CACHE_DIR="$(mktemp -d)" timeout -k 10 "$lim" "$py" -m kernelgym.cli bench service --device "${BENCH_DEVICE:-cuda}" --no-baseline \
     --repeats 0 --no-compile-baseline --timeout 30 --n "${N:-48}" --jobs "$jobs" --workers-per-device "$workers" \
     ${BENCH_FLAGS:-} --json-out "$work/bench_${run}.json" > "$work/bench_${run}.log" 2>&1
   code=$?; ((code)) && rc=1

@@ -14,6 +14,11 @@ MARKER_VAR = "KERNELGYM_EVAL"
 # Confinement (`confine`) is on unless the judge's own environment says KERNELGYM_CONFINE=0
 # (debugging); the child reads the judge's choice from its environment before the answer runs.
 CONFINE_VAR = "KERNELGYM_CONFINE"
+# torch's intra-op threads in each candidate process: KERNELGYM_CANDIDATE_THREADS in the judge's environment,
+# default 1; 0 leaves torch's own choice (one per core). A candidate's host work is drawing inputs and moving
+# them and its outputs; with 8-16 evaluations in flight per GPU, two candidate processes each, pools of one
+# thread per core per process oversubscribe the host many times over (issue 26's throughput).
+THREADS_VAR = "KERNELGYM_CANDIDATE_THREADS"
 _SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "ACCESS_KEY", "CREDENTIAL")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -41,3 +46,21 @@ def child_env(scratch: Path, device: str) -> dict[str, str]:
     else:
         env.pop("TRITON_INTERPRET", None)
     return env
+
+
+def candidate_threads() -> int:
+    """How many intra-op threads a candidate process gives torch (`THREADS_VAR`; 0: torch's default)."""
+    try:
+        return max(0, int(os.environ.get(THREADS_VAR, "1")))
+    except ValueError:
+        return 1
+
+
+def limit_host_threads() -> int:
+    """In a candidate process, before any parallel region: torch's intra-op threads as `candidate_threads` says.
+    torch's count afterwards."""
+    import torch
+
+    if candidate_threads():
+        torch.set_num_threads(candidate_threads())
+    return torch.get_num_threads()

@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> None:
     import triton  # noqa: F401
 
     from kernelgym.judge import protocol
+    from kernelgym.judge.candidate_env import limit_host_threads
+
+    limit_host_threads()  # before any parallel region: never a pool of one thread per core per process
     from kernelgym.judge.interpreter import make_interpreter_faithful
 
     make_interpreter_faithful()  # CPU runs judge GPU semantics: autotune, libdevice, driver facts (no-op on a GPU)

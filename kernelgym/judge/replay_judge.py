@@ -122,6 +122,10 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
     # Per request: "replay.replay_trial" etc. (what a process spends between handing out and closing, by op)
     result.cpu_seconds |= {f"{name}.{op}": v for name, p in (("answer", answer), ("replay", replayer))
                            if p is not None for op, v in p.op_cpu.items()}
+    # ... and of that, threads other than the main one by name ("replay.replay_timed_outputs~python3": torch's
+    # intra-op pool), where they spent at least 0.05 s
+    result.cpu_seconds |= {f"{name}.{key}": v for name, p in (("answer", answer), ("replay", replayer))
+                           if p is not None for key, v in p.op_thread_cpu.items() if v >= 0.05}
     # Counted when each process closed. The replay process never runs the answer's Python: anything it
     # left behind was started by the answer's kernels too.
     leftovers = sum(p.leftovers for p in (answer, replayer) if p is not None)

@@ -89,6 +89,8 @@ class CandidateProcess:
         # CPU seconds per request op, read from /proc by this process around each `request`: where a process's
         # host CPU goes under load (issue 26's throughput), never part of a verdict
         self.op_cpu: dict[str, float] = {}
+        # Of which threads other than the main one, by thread name (`_other_threads`): whose CPU it is
+        self.op_thread_cpu: dict[str, float] = {}
         argv = [sys.executable, "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w),
                 str(cpu_memory_bytes), str(area_fd)] + ([device] if announce_ready else [])
         try:
@@ -204,7 +206,7 @@ class CandidateProcess:
         """Send one request and wait for its reply; raises `ChildFailed` on any fault. With
         `yield_to` (the GPU lock share the request runs under), a request still running after
         `YIELD_GRACE_S` while a measurement waits is paused (SIGSTOP) until the measurement is done."""
-        before = process_cpu_seconds(self.proc.pid)
+        before, threads_before = process_cpu_seconds(self.proc.pid), thread_cpu_seconds(self.proc.pid)
         try:
             self.send(msg)
             if yield_to is not None:
@@ -215,6 +217,9 @@ class CandidateProcess:
             if before is not None and after is not None:
                 op = str(msg.get("op"))[:40]
                 self.op_cpu[op] = round(self.op_cpu.get(op, 0.0) + after - before, 4)
+                for comm, seconds in _other_threads(self.proc.pid, threads_before, thread_cpu_seconds(self.proc.pid)):
+                    key = f"{op}~{comm}"
+                    self.op_thread_cpu[key] = round(self.op_thread_cpu.get(key, 0.0) + seconds, 4)
 
     def _wait_yielding(self, hold: "Yieldable") -> None:
         """Wait for the reply's first byte, stepping aside for queued measurements. Time spent
@@ -435,6 +440,40 @@ def process_cpu_seconds(pid: int, children: bool = True) -> float | None:
         return ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
+    """Each live thread of a process: its name and user + system CPU seconds, from /proc (empty off Linux)."""
+    threads: dict[int, tuple[str, float]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return threads
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                head, tail = f.read().rsplit(b")", 1)
+            fields = tail.split()
+            threads[int(tid)] = (head.split(b"(", 1)[1].decode(errors="replace")[:24],
+                                 (int(fields[11]) + int(fields[12])) / tick)
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended in between
+    return threads
+
+
+def _other_threads(pid: int, before: dict[int, tuple[str, float]],
+                   after: dict[int, tuple[str, float]]) -> list[tuple[str, float]]:
+    """CPU seconds the threads other than the main one spent between two `thread_cpu_seconds` readings, by name.
+    Why it matters (issue 26): torch's intra-op pool threads carry the interpreter's name ("python3"), CUDA's own
+    threads names of their own ("cuda-EvtHandlr"); threads that ended in between are not counted."""
+    by_name: dict[str, float] = {}
+    for tid, (comm, seconds) in after.items():
+        if tid != pid:
+            spent = seconds - before.get(tid, (comm, 0.0))[1]
+            if spent > 0:
+                by_name[comm] = by_name.get(comm, 0.0) + spent
+    return sorted(by_name.items())
 
 
 def kill_marked(marker: str, var: str = MARKER_VAR) -> int:

@@ -309,7 +309,7 @@ def test_the_replay_engine_reports_each_process_cpu_time(relu):
     # and each process's CPU by request op, read from /proc around each request: within the process's whole
     assert {"answer.record", "replay.replay_trial"} <= set(r.cpu_seconds)
     for proc in ("answer", "replay"):
-        ops = [v for k, v in r.cpu_seconds.items() if k.startswith(proc + ".")]
+        ops = [v for k, v in r.cpu_seconds.items() if k.startswith(proc + ".") and "~" not in k]
         assert all(v >= 0 for v in ops) and sum(ops) <= r.cpu_seconds[proc] + 0.05, r.cpu_seconds
 
 
@@ -325,3 +325,53 @@ def test_process_cpu_seconds_reads_proc_and_none_for_a_missing_process():
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     assert process_cpu_seconds(gone.pid) is None  # reaped: no /proc entry
+
+
+def test_thread_cpu_seconds_splits_a_process_by_thread_and_names_the_others():
+    import os
+    import threading
+    import time
+
+    from kernelgym.judge.sandbox import _other_threads, thread_cpu_seconds
+
+    burnt, read = threading.Event(), threading.Event()
+
+    def burn() -> None:  # a fixed amount of this thread's own CPU, however loaded the host; alive until read
+        start = time.thread_time()
+        while time.thread_time() - start < 0.2:
+            pass
+        burnt.set()
+        read.wait()
+
+    before = thread_cpu_seconds(os.getpid())
+    assert os.getpid() in before and all(isinstance(n, str) and s >= 0 for n, s in before.values())
+    worker = threading.Thread(target=burn)
+    worker.start()
+    burnt.wait()
+    others = _other_threads(os.getpid(), before, thread_cpu_seconds(os.getpid()))
+    read.set()
+    worker.join()
+    assert sum(s for _, s in others) >= 0.1, others  # the worker's CPU, under its OS thread name
+    assert thread_cpu_seconds(2 ** 22 + 7) == {}  # no such process
+
+
+def test_candidate_processes_give_torch_one_host_thread_unless_told_otherwise():
+    import subprocess
+    import sys
+
+    from kernelgym.judge.candidate_env import THREADS_VAR
+
+    code = "from kernelgym.judge.candidate_env import limit_host_threads; print(limit_host_threads())"
+    import os
+
+    def threads(value: str | None) -> int:
+        env = {k: v for k, v in os.environ.items() if k != THREADS_VAR}
+        if value is not None:
+            env[THREADS_VAR] = value
+        return int(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                  check=True).stdout.split()[-1])
+
+    assert threads(None) == 1
+    assert threads("2") == 2
+    assert threads("junk") == 1
+    assert threads("0") >= 1  # torch's own choice
