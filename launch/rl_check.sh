@@ -10,6 +10,9 @@
 #             next call) for CORPUS_SECONDS; the calls that carry the GGUF's parts do this while it arrives
 #     sft     LoRA SFT (configs/sft_qwen_coder_lora_h100.yaml) on GPU TRAIN_GPU for SFT_SECONDS, resumed by
 #             the next call; once done: $OUT/sft_adapter (parts, bf16) and $OUT/tasks.tgz (the corpus's tasks)
+#     sftfull full fine-tuning on the same rows (configs/sft_qwen_coder_h100.yaml, lr 2e-5) into runs/sft_qwen_full,
+#             the same way; its weights (~2 GiB) cannot leave the machine: evaluate it there (MODELS=sftfull), the
+#             LoRA-against-full comparison issue 27 asks for
 #     serve   the judging service on JUDGE_GPUS (setsid: it outlives the call, warm for the next ones)
 #     rl      LoRA RL from the SFT adapter (configs/grpo_qwen_coder_lora_h100x4.yaml) on TRAIN_GPU, judged by
 #             the service (started if down), RL_SECONDS per call; $OUT/rl_state (parts with the optimizer
@@ -17,7 +20,7 @@
 #     kbaudit KernelBench level 1's degenerate-task audit at full size, one shard per GPU in KBAUDIT_GPUS, in the
 #             background beside the call's other stages (sft or corpus leave GPUs 1-3 idle) for KBAUDIT_SECONDS,
 #             resumed by the next call; the rows go back in logs.tgz (kb_audit.jsonl: carry it with KB_AUDIT)
-#     eval    base, SFT and RL policies (adapters merged: train/merge_policy.py) on EVAL_SETS (heldout,
+#     eval    base, SFT (LoRA; sftfull: the full fine-tuning), and RL policies (adapters merged: train/merge_policy.py) on EVAL_SETS (heldout,
 #             heldout_more: 200 new held-out chains made here, seed HELDOUT_MORE_SEED=21, HELDOUT_MORE_N=200;
 #             heldout_family, kernelbench: level 1, its audit's degenerate tasks left out and listed), one GPU
 #             per model, in parallel (the service is stopped first); $OUT/eval_<model>.tgz
@@ -47,6 +50,7 @@ cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 PYTHON="${PYTHON:-python3}"; export PYTHON  # serve_env.sh starts the service with it
 sft_config=configs/sft_qwen_coder_lora_h100.yaml; sft_dir=runs/sft_qwen_lora
+full_config=configs/sft_qwen_coder_h100.yaml; full_dir=runs/sft_qwen_full  # the sftfull stage
 rl_config=configs/grpo_qwen_coder_lora_h100x4.yaml; rl_dir=runs/grpo_qwen_lora
 base_model="${BASE_MODEL:-kernelgym:qwen-coder-0.5b}"; accel="${ACCELERATE_CONFIG:-configs/accelerate/single_gpu.yaml}"
 SERVE_WHEELS=(fastapi==0.165.0 starlette==1.10.0 pydantic==2.14.3 pydantic-core==2.50.4 uvicorn==0.54.0
@@ -105,6 +109,7 @@ work=/tmp/kg_rl; mkdir -p "$work/logs"  # outlives the call on a warm machine, l
 logs="$work/logs"
 stages=",${STAGE:-carry},"
 want() { [[ $stages == *",$1,"* ]]; }
+if want sft && want sftfull; then echo "sft and sftfull train on the same GPU: one of them per call"; exit 2; fi
 if want sft && want rl; then echo "sft and rl each send parts back: one of them per call (8 files at most)"; exit 2; fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 source launch/smollm2_env.sh  # _carry_gguf, _train_wheels, $stash, $qwen_gguf
@@ -267,8 +272,13 @@ kb_audit_wait() {  # the shards' rows merged into $stash, one per task
     "($(grep -c '"verdict": "degenerate"' "$stash/kb_audit/done.jsonl") degenerate); rows in logs.tgz: kb_audit.jsonl"
 }
 
-if want sft; then
-  need_model sft || exit 3
+sft_trained() {  # DIR: a finished SFT there (an adapter, or a full model), not a checkpoint in progress
+  [[ -f $1/adapter_model.safetensors || ( -f $1/config.json && -n $(ls "$1"/model*.safetensors 2>/dev/null) ) ]]
+}
+if want sft || want sftfull; then
+  kind=sft; want sftfull && kind=sftfull
+  need_model $kind || exit 3
+  config=$sft_config; dir=$sft_dir; [[ $kind == sftfull ]] && { config=$full_config; dir=$full_dir; }
   if [[ -f $work/corpus_cpu.pid ]]; then  # the interpreter builder: its own time limit ends it
     pid=$(cat "$work/corpus_cpu.pid"); i=0
     while kill -0 "$pid" 2>/dev/null && ((i < 90)); do sleep 1; i=$((i + 1)); done
@@ -286,14 +296,18 @@ if want sft; then
     "$PYTHON" -m kernelgym.cli data coldstart --merge $srcs --out runs/coldstart > "$logs/merge.log" 2>&1 || exit 1
   fi
   start=$SECONDS; code=0
-  if [[ ! -f $sft_dir/adapter_model.safetensors ]]; then  # done once: a finished SFT is only exported again
+  if ! sft_trained "$dir" && ! sft_trained "$dir.trained"; then  # done once: a finished SFT is only exported again
     CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "$PYTHON" -m accelerate.commands.launch --config_file "$accel" \
-      train/sft.py --config "$sft_config" --model_name_or_path "$base_model" --data runs/coldstart/train.jsonl --output_dir "$sft_dir" \
-      --max_seconds "$(train_seconds "${SFT_SECONDS:-330}")" --resume_from_checkpoint auto --save_total_limit 1 ${SFT_ARGS:-} > "$logs/sft.log" 2>&1
-    code=$(launcher_code $? "$logs/sft.log")
+      train/sft.py --config "$config" --model_name_or_path "$base_model" --data runs/coldstart/train.jsonl --output_dir "$dir" \
+      --max_seconds "$(train_seconds "${SFT_SECONDS:-330}")" --resume_from_checkpoint auto --save_total_limit 1 ${SFT_ARGS:-} > "$logs/$kind.log" 2>&1
+    code=$(launcher_code $? "$logs/$kind.log")
   fi
-  note "sft: exit $code after $((SECONDS - start)) s ($(grep -c "'loss'" "$logs/sft.log" 2>/dev/null) loss lines)"
+  note "$kind: exit $code after $((SECONDS - start)) s ($(grep -c "'loss'" "$logs/$kind.log" 2>/dev/null) loss lines)"
+  [[ $kind == sftfull && $code == 0 ]] && {  # nothing to send back but the tasks: the model is evaluated here
+    note "sftfull: model in $full_dir (kept on this machine; STAGE=eval MODELS=sftfull)"
+    tar czf "$out/tasks.tgz" -C runs $(cd runs && ls -d coldstart/tasks coldstart/*.json 2>/dev/null) || rc=1; code=done; }
   case $code in
+    done) ;;
     0) "$PYTHON" -m train.adapter_parts split "$sft_dir" --out "$out/sft_adapter" --adapter-only --dtype bfloat16 \
          | tee -a "$logs/rl_check.txt" || rc=1
        # from now on this machine uses the adapter exactly as it travels (bf16), as every later machine will
@@ -303,7 +317,7 @@ if want sft; then
        fi
        tar czf "$out/tasks.tgz" -C runs $(cd runs && ls -d coldstart/tasks coldstart/*.json 2>/dev/null) || rc=1 ;;
     3) rc=3 ;;
-    124|137) note "sft: killed at the call's hard limit; the next call resumes from the newest checkpoint"; rc=3 ;;
+    124|137) note "$kind: killed at the call's hard limit; the next call resumes from the newest checkpoint"; rc=3 ;;
     *) rc=1 ;;
   esac
 fi
@@ -367,10 +381,12 @@ if want eval; then
     case $name in
       base) model=$base_model; [[ -n ${QWEN_GGUF:-} ]] && model="gguf:$QWEN_GGUF" ;;
       sft) model=runs/policy_sft; adapters=(--adapter "$sft_dir") ;;
+      sftfull) model=$full_dir  # a full model: nothing to merge
+               sft_trained "$model" || { note "eval: no full SFT model here (STAGE=sftfull first)"; rc=3; continue; } ;;
       rl) model=runs/policy_rl_$(basename "$rl_adapter"); adapters=(--adapter "$sft_dir" --adapter "$rl_adapter") ;;
-      *) note "MODELS: base, sft or rl, not $name"; rc=2; continue ;;
+      *) note "MODELS: base, sft, sftfull or rl, not $name"; rc=2; continue ;;
     esac
-    if [[ $name != base && ! -f $model/config.json ]]; then
+    if [[ $name != base && $name != sftfull && ! -f $model/config.json ]]; then
       "$PYTHON" -m train.merge_policy --model "$base_model" "${adapters[@]}" --out "$model" \
         >> "$logs/merge_$name.log" 2>&1 || { rc=1; continue; }
     fi

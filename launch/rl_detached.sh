@@ -15,7 +15,8 @@
 #                                        FOLLOW_SFT=1 adds sft_adapter/ and tasks.tgz once SFT is done (what a later
 #                                        machine needs to go on with RL: SFT_PARTS, TASKS_TGZ of rl_check.sh prepare)
 #   bash launch/rl_detached.sh start follow   both, in one call
-# env: DETACHED_SFT_SECONDS=900 DETACHED_RL_SECONDS=1500 (each stage's training time; a stage that has finished
+# env: DETACHED_SFT_STAGE=sft (sftfull: full fine-tuning instead of LoRA, evaluated on the machine, no RL after it)
+#      DETACHED_SFT_SECONDS=900 DETACHED_RL_SECONDS=1500 (each stage's training time; a stage that has finished
 #      is not run again; DETACHED_RL_SECONDS=0: no RL, the run ends when the SFT's eval does), SFT_ARGS RL_ARGS and the rest of rl_check.sh's, FOLLOW_SECONDS=540 (timeout_s 600);
 #      DETACHED_EVAL_GPU=3: once SFT is done, rl_check.sh's eval of the SFT policy on that GPU beside RL
 #      (DETACHED_EVAL_MODELS, default sft, e.g. "sft base"; DETACHED_EVAL_SETS, default kernelbench;
@@ -36,6 +37,8 @@ say() { echo "$*" | tee -a "$logs/rl_detached.txt"; }
 
 start() {
   if alive; then say "start: the detached run (pid $(cat "$pidfile")) is alive: left alone"; return 0; fi
+  local sft_stage="${DETACHED_SFT_STAGE:-sft}"
+  [[ $sft_stage == sft || $sft_stage == sftfull ]] || { say "start: DETACHED_SFT_STAGE is sft or sftfull, not $sft_stage"; return 2; }
   local tree; tree="$work/detached_tree_$(date +%s)"; mkdir -p "$tree" runs
   cp -a kernelgym train rewards data launch configs pyproject.toml "$tree/" || { say "start: could not copy the tree"; return 1; }
   ln -s "$PWD/runs" "$tree/runs"
@@ -43,14 +46,15 @@ start() {
   rm -f "$rcfile"
   # CALL_SECONDS: rl_check.sh's hard limit, here each stage's training time + its start-up (170 s) + 25 s
   setsid env -C "$tree" OUT="$work/detached_out" bash -c "
-    CALL_SECONDS=$((sft_s + 200)) SFT_SECONDS=$sft_s STAGE=sft bash launch/rl_check.sh; sft=\$?
-    echo \"sft stage: exit \$sft\"; rl=skipped
-    if [[ -f runs/sft_qwen_lora/adapter_model.safetensors ]]; then  # SFT done (now or earlier): RL from it
+    CALL_SECONDS=$((sft_s + 200)) SFT_SECONDS=$sft_s STAGE=$sft_stage bash launch/rl_check.sh; sft=\$?
+    echo \"$sft_stage stage: exit \$sft\"; rl=skipped
+    if [[ -f runs/sft_qwen_lora/adapter_model.safetensors || ( $sft_stage == sftfull && -f runs/sft_qwen_full/config.json ) ]]; then
+      # SFT done (now or earlier): its eval, then RL from it (RL starts from the LoRA adapter only)
       if [[ -n '${DETACHED_EVAL_GPU:-}' ]]; then  # the SFT policy's eval beside RL, on a GPU the service leaves
         KEEP_SERVICE=1 EVAL_GPUS='${DETACHED_EVAL_GPU:-}' MODELS='${DETACHED_EVAL_MODELS:-sft}' EVAL_SETS='${DETACHED_EVAL_SETS:-kernelbench}' \
           CALL_SECONDS=${DETACHED_EVAL_SECONDS:-900} STAGE=eval bash launch/rl_check.sh > '$logs/detached_eval.log' 2>&1 &
       fi
-      if (( $rl_s > 0 )); then
+      if (( $rl_s > 0 )) && [[ $sft_stage == sft ]]; then
         CALL_SECONDS=$((rl_s + 200)) RL_SECONDS=$rl_s STAGE=rl bash launch/rl_check.sh; rl=\$?
       else  # DETACHED_RL_SECONDS=0: SFT and its evals only (a 1-GPU machine); the run lives until the eval ends
         rl=off; wait
@@ -89,6 +93,7 @@ follow() {
   for f in runs/sft_qwen_lora*/trainer_state.json runs/sft_qwen_lora*/checkpoint-*/trainer_state.json; do
     [[ -f $f ]] && cp "$f" "$logs/sft.trainer_state.json"
   done
+  for f in runs/sft_qwen_full/checkpoint-*/trainer_state.json; do [[ -f $f ]] && cp "$f" "$logs/sftfull.trainer_state.json"; done
   [[ -n ${FOLLOWUP_TGZ:-} && -f $FOLLOWUP_TGZ ]] && cp "$FOLLOWUP_TGZ" "$out/"
   if [[ ${FOLLOW_SFT:-0} == 1 ]]; then  # the SFT stage's own parts (2 x 16 MiB at most, a manifest) and tasks
     local d="$work/detached_out"

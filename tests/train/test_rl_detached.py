@@ -15,6 +15,7 @@ STAND_IN = """#!/usr/bin/env bash
 # records the stage it was asked for; the sft stage leaves an adapter as a finished SFT does
 echo "$STAGE rl_seconds=${RL_SECONDS:-} eval_gpus=${EVAL_GPUS:-} models=${MODELS:-}" >> "$CALLS"
 if [[ $STAGE == sft ]]; then mkdir -p runs/sft_qwen_lora && touch runs/sft_qwen_lora/adapter_model.safetensors; fi
+if [[ $STAGE == sftfull ]]; then mkdir -p runs/sft_qwen_full && touch runs/sft_qwen_full/config.json; fi
 if [[ $STAGE == eval ]]; then sleep 1; echo "eval done" >> "$CALLS"; fi
 exit 0
 """
@@ -57,3 +58,25 @@ def test_no_rl_runs_sft_and_waits_for_its_eval(tmp_path):
     stages = [line.split()[0] for line in lines[:-1]]
     assert stages == ["sft", "eval", "eval"]  # the second "eval" line is the stand-in's "eval done"
     assert lines[-1] == "sft 0 rl off"
+
+
+def test_full_sft_is_evaluated_on_the_machine_and_never_followed_by_rl(tmp_path):
+    # issue 27's LoRA-against-full comparison: the full model's weights cannot leave the machine, and RL starts
+    # from a LoRA adapter only, so asking for RL after it runs the eval alone
+    lines = run_start(tmp_path, DETACHED_SFT_STAGE="sftfull", DETACHED_EVAL_GPU="0", DETACHED_RL_SECONDS="600",
+                      DETACHED_EVAL_MODELS="sftfull")
+    stages = [line.split()[0] for line in lines[:-1]]
+    assert stages == ["sftfull", "eval", "eval"]
+    assert "models=sftfull" in lines[1]
+    assert lines[-1] == "sft 0 rl off"
+
+
+def test_an_unknown_sft_stage_is_refused_before_anything_starts(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "launch").mkdir(parents=True)
+    shutil.copy(ROOT / "launch" / "rl_detached.sh", tree / "launch" / "rl_detached.sh")
+    env = {**os.environ, "KG_RL_WORK": str(tmp_path / "work"), "DETACHED_SFT_STAGE": "qlora"}
+    done = subprocess.run(["bash", "launch/rl_detached.sh", "start"], cwd=tree, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode != 0 and "sft or sftfull, not qlora" in done.stdout
+    assert not (tmp_path / "work" / "detached.pid").exists()
