@@ -438,6 +438,8 @@ kb_audit_wait
   echo "corpus: $(cat runs/coldstart_*/train.jsonl 2>/dev/null | wc -l) rows built here or carried; merged: $([[ -f runs/coldstart/train.jsonl ]] && wc -l < runs/coldstart/train.jsonl || echo no); tasks: $([[ -d runs/coldstart/tasks ]] && echo yes || echo no)"
   if [[ -f $sft_dir/adapter_model.safetensors ]]; then echo "sft: adapter ready ($sft_dir)"
   elif c=$(newest_checkpoint "$sft_dir"); [[ -n $c ]]; then echo "sft: in progress, $(basename "$c")"; else echo "sft: none"; fi
+  if sft_trained "$full_dir"; then echo "sftfull: full model ready ($full_dir, evaluated here: MODELS=sftfull)"
+  elif c=$(newest_checkpoint "$full_dir"); [[ -n $c ]]; then echo "sftfull: in progress, $(basename "$c")"; fi
   c=$(newest_checkpoint "$rl_dir")
   if [[ -n $c ]]; then
     echo "rl: $(basename "$c") of max_steps $(grep -m1 -E '^max_steps:' "$rl_config" | awk '{print $2}') (override in RL_ARGS)"
