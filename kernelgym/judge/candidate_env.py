@@ -15,9 +15,9 @@ MARKER_VAR = "KERNELGYM_EVAL"
 # (debugging); the child reads the judge's choice from its environment before the answer runs.
 CONFINE_VAR = "KERNELGYM_CONFINE"
 # torch's intra-op threads in each candidate process: KERNELGYM_CANDIDATE_THREADS in the judge's environment,
-# default 1; 0 leaves torch's own choice (one per core). A candidate's host work is drawing inputs and moving
-# them and its outputs; with 8-16 evaluations in flight per GPU, two candidate processes each, pools of one
-# thread per core per process oversubscribe the host many times over (issue 26's throughput).
+# default 1; 0 leaves torch's own choice (one per core). With 8-16 evaluations in flight per GPU, two candidate
+# processes each, pools of one thread per core per process would oversubscribe the host many times over; on a
+# GPU a candidate's host tensor work is small, under the CPU interpreter it is most of the work (issue 26).
 THREADS_VAR = "KERNELGYM_CANDIDATE_THREADS"
 _SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "ACCESS_KEY", "CREDENTIAL")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])

@@ -149,10 +149,8 @@ class ReplayOps:
         generated = gen(msg["seed"], msg["distribution"])
         if msg.get("probe_seed") is not None:
             generated = swap_probe(generated, msg["probe_seed"])
+        inputs_digest = digest(generated)
         inputs = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in generated]
-        # Digested where the inputs now live (the same value on any device: exact integer sums): on the
-        # host it was ~16 of torch's CPU threads per process for every full-size input (issue 26)
-        inputs_digest = digest(inputs)
         pristine = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
         try:
             poison = checked_poison(msg.get("poison"))  # the trial's; its ghost run gets the same
@@ -214,7 +212,7 @@ class ReplayOps:
         self.hold_pool = HoldPool(self.helpers["host_copy"])
         place = "pageable" if self.device == "cpu" else "device" if msg.get("hold_on") == "device" else "pinned"
         pooled = self.hold_pool.allocate(self.main_output_meta, int(msg.get("hold_buffers", 0)), place, self.device)
-        return {"inputs_digests": [digest(s) for s in self.timing_sets], "hold_buffers": pooled,
+        return {"inputs_digests": [digest(s) for s in generated], "hold_buffers": pooled,
                 "hold_place": self.hold_pool.place}
 
     def op_replay_time(self, msg: dict) -> dict:
