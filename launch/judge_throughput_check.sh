@@ -35,8 +35,9 @@ cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active))
 print(f"primary context: flags {flags.value} (scheduling {flags.value & 7}), active {active.value}")
 PY
 } > "$work/machine.txt" 2>&1
-rc=0
+rc=0; i=0
 for run in ${RUNS:-8x1 16x1 8x2}; do
+  i=$((i + 1))  # a run may repeat (interleaved before/after): each keeps its own report
   threads=1; [[ $run == *:* ]] && threads=${run#*:}
   base=${run%%:*}; spec=${base%@*} sync=auto; [[ $base == *@* ]] && sync=${base#*@}
   jobs=${spec%x*} workers=${spec#*x}
@@ -45,7 +46,7 @@ for run in ${RUNS:-8x1 16x1 8x2}; do
   t0=$SECONDS
   KERNELGYM_CANDIDATE_THREADS=$threads KERNELGYM_CUDA_SYNC=$sync TRITON_CACHE_DIR="$(mktemp -d)" timeout -k 10 "$lim" "$py" -m kernelgym.cli bench service --device "${BENCH_DEVICE:-cuda}" --no-baseline \
     --repeats 0 --no-compile-baseline --timeout 30 --n "${N:-48}" --jobs "$jobs" --workers-per-device "$workers" \
-    ${BENCH_FLAGS:-} --json-out "$work/bench_${run}.json" > "$work/bench_${run}.log" 2>&1
+    ${BENCH_FLAGS:-} --json-out "$work/bench_${i}_${run}.json" > "$work/bench_${i}_${run}.log" 2>&1
   code=$?; ((code)) && rc=1
   echo "$run: exit $code after $((SECONDS - t0)) s" >> "$work/runs.txt"
 done
@@ -60,7 +61,7 @@ print(f"{'run':6} {'n':>3} {'wall s':>7} {'evals/min':>9} {'warm-up':>7} {'p50 s
       f"{'worker CPU':>14} {'load':>5} {'unexpected':>10}  statuses")
 phases = []
 for path in sorted(work.glob("bench_*.json"), key=lambda p: p.stat().st_mtime):
-    run = path.stem.removeprefix("bench_")
+    run = path.stem.removeprefix("bench_").split("_", 1)[1]
     for m in json.loads(path.read_text())["modes"]:
         share = " ".join(f"{v:.0%}" for v in (m.get("worker_cpu_share") or {}).values()) or "-"
         fmt = lambda x, s: "-" if x is None else format(x, s)
