@@ -11,7 +11,9 @@
 # threads other than the main one by name ("~python3": torch's pool) are in the phase table's cpu line.
 # Usage: [RUNS="8x1 16x1 8x2"] [N=48] [RUN_LIMIT_S=150] [DEADLINE_S=520] [BENCH_FLAGS=...] bash launch/judge_throughput_check.sh
 # BENCH_DEVICE=cpu: a smoke test of this script on a CPU (interpreter).
-# Results: $OUT/throughput.txt (the table and the phase medians), $OUT/throughput.tgz (reports and logs).
+# Each run also samples the host CPU of every kernelgym process by thread name (launch/thread_sampler.py: main
+# threads apart from CUDA's, torch's and the driver's own), printed after the table.
+# Results: $OUT/throughput.txt (the table, CPU by thread, the phase medians), $OUT/throughput.tgz (reports and logs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -44,10 +46,12 @@ for run in ${RUNS:-8x1 16x1 8x2}; do
   left=$((deadline - SECONDS)); lim=${RUN_LIMIT_S:-150}; ((left < lim)) && lim=$left
   if ((lim < 45)); then echo "$run: skipped, ${left} s left of DEADLINE_S=$deadline" >> "$work/runs.txt"; continue; fi
   t0=$SECONDS
+  "$py" launch/thread_sampler.py "$work/threads_${i}_${run}.txt" "$lim" 2 > /dev/null & sampler=$!  # CPU by thread name
   KERNELGYM_CANDIDATE_THREADS=$threads KERNELGYM_CUDA_SYNC=$sync TRITON_CACHE_DIR="$(mktemp -d)" timeout -k 10 "$lim" "$py" -m kernelgym.cli bench service --device "${BENCH_DEVICE:-cuda}" --no-baseline \
     --repeats 0 --no-compile-baseline --timeout 30 --n "${N:-48}" --jobs "$jobs" --workers-per-device "$workers" \
     ${BENCH_FLAGS:-} --json-out "$work/bench_${i}_${run}.json" > "$work/bench_${i}_${run}.log" 2>&1
   code=$?; ((code)) && rc=1
+  kill -TERM "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
   echo "$run: exit $code after $((SECONDS - t0)) s" >> "$work/runs.txt"
 done
 "$py" - "$work" > "$out/throughput.txt" 2>&1 <<'EOF'
@@ -73,6 +77,8 @@ for path in sorted(work.glob("bench_*.json"), key=lambda p: p.stat().st_mtime):
         for kind, med in (m.get("phase_medians") or {}).items():
             if kind in ("correct", "wrong_output"):
                 phases.append((run, kind, med))
+for path in sorted(work.glob("threads_*.txt"), key=lambda p: p.stat().st_mtime):
+    print(f"\nhost CPU by thread, run {path.stem.removeprefix('threads_').split('_', 1)[1]}: " + path.read_text())
 print("\nmedian seconds per phase (wall), and the trusted thread's CPU (cpu_judge*), by run and answer kind")
 for run, kind, med in phases:
     wall = {k: v for k, v in med.items() if not k.startswith("cpu_")}
