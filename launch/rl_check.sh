@@ -22,7 +22,9 @@
 #             resumed by the next call; the rows go back in logs.tgz (kb_audit.jsonl: carry it with KB_AUDIT)
 #     eval    base, SFT (LoRA; sftfull: the full fine-tuning), and RL policies (adapters merged: train/merge_policy.py) on EVAL_SETS (heldout,
 #             heldout_more: 200 new held-out chains made here, seed HELDOUT_MORE_SEED=21, HELDOUT_MORE_N=200;
-#             heldout_family, kernelbench: level 1, its audit's degenerate tasks left out and listed), one GPU
+#             heldout_family, kernelbench: level 1, its audit's degenerate tasks left out and listed; train: RL's
+#             own pool, whose pass rates pick RL's tasks: RL_ARGS="--task_pass_rates runs/eval_lora_sft_train
+#             --task_min_pass 0.25 --task_max_pass 0.75"), one GPU
 #             per model, in parallel (the service is stopped first); $OUT/eval_<model>.tgz
 #     carry   nothing but stashing what this call carried (every stage does that first)
 # Every call stashes what it carried (GGUF parts, wheels, .carry/in), restores .carry/in (joined and
@@ -392,14 +394,14 @@ if want eval; then
     fi
     ( for set in ${EVAL_SETS:-heldout heldout_family kernelbench}; do  # one model's sets, one after another, on its GPU
         case $set in
-          heldout|heldout_family) spec="gen:runs/coldstart/tasks:$set"; flags=(--limit "${LIMIT:-200}" --no-audit --samples "${SAMPLES:-4}") ;;
+          heldout|heldout_family|train) spec="gen:runs/coldstart/tasks:$set"; flags=(--limit "${LIMIT:-200}" --no-audit --samples "${SAMPLES:-4}") ;;
           heldout_more) spec="gen:runs/heldout_more:heldout"; flags=(--limit "${LIMIT:-200}" --no-audit --samples "${SAMPLES:-4}") ;;
           kernelbench)  # the real level-1 tasks at full size; the audit's degenerate tasks are left out and listed
             [[ -d runs/kernelbench/level1 ]] || { echo "eval: no KernelBench here (prepare with KB=DIR)"; continue; }
             spec="kernelbench:runs/kernelbench:level1"; flags=(--size auto --limit "${KB_LIMIT:-100}" --samples "${KB_SAMPLES:-1}" ${KB_EVAL_FLAGS:-})  # auto: full on a GPU
             mkdir -p "runs/eval_lora_${name}_$set"  # rows the kbaudit stage made: only the rest is audited here
             [[ -f runs/eval_lora_${name}_$set/audit.jsonl ]] || kb_audit_rows > "runs/eval_lora_${name}_$set/audit.jsonl" ;;
-          *) echo "EVAL_SETS: heldout, heldout_more, heldout_family or kernelbench, not $set"; exit 2 ;;
+          *) echo "EVAL_SETS: heldout, heldout_more, heldout_family, train or kernelbench, not $set"; exit 2 ;;
         esac
         # resumable: a run cut at the call's hard limit goes on from its generations and verdicts next call
         lim=$(hard_limit); ((lim > 30)) || { echo "eval $name $set: exit 124 (no time left in this call)"; exit 3; }

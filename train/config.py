@@ -32,6 +32,14 @@ class KernelGymArguments:
     task_max_ops: int = field(default=0, metadata={
         "help": "keep only generated tasks whose op chain has at most this many ops (Task.meta num_ops; tasks "
                 "without it are kept); 0: all. A curriculum: groups on tasks no rollout solves carry no advantage"})
+    task_pass_rates: str | None = field(default=None, metadata={
+        "help": "a `kernelgym eval` run (directory or results.jsonl) of the starting policy on the task pool: keep "
+                "tasks whose pass rate there is within [task_min_pass, task_max_pass]. A curriculum: groups that all "
+                "fail or all pass carry no advantage"})
+    task_min_pass: float = field(default=0.0, metadata={"help": "lowest pass rate kept (task_pass_rates)"})
+    task_max_pass: float = field(default=1.0, metadata={"help": "highest pass rate kept (task_pass_rates)"})
+    task_keep_unmeasured: bool = field(default=False, metadata={
+        "help": "task_pass_rates: also keep the pool's tasks the eval did not cover (default: only measured ones)"})
     base_adapter: str | None = field(default=None, metadata={
         "help": "a peft adapter directory (the SFT LoRA) merged into the model before training: RL then trains "
                 "its own adapter (use_peft) on base + SFT; parts from `python -m train.adapter_parts split` are "
@@ -87,6 +95,9 @@ class KernelGymArguments:
             raise ValueError(f"turn_reward must be one of {TURN_REWARDS}, not {self.turn_reward!r}")
         if self.stop_on not in STOP_RULES:
             raise ValueError(f"stop_on must be one of {STOP_RULES}, not {self.stop_on!r}")
+        if not 0.0 <= self.task_min_pass <= self.task_max_pass <= 1.0:
+            raise ValueError("task_min_pass and task_max_pass must satisfy 0 <= min <= max <= 1, not "
+                             f"{self.task_min_pass} and {self.task_max_pass}")
         if self.task_max_ops < 0:
             raise ValueError(f"task_max_ops must be >= 0 (0: every task), not {self.task_max_ops}")
         if self.max_turns < 1 or self.max_turn_tokens < 1 or self.judge_workers < 1 or self.rollout_waves < 1:

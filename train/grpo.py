@@ -28,6 +28,7 @@ from kernelgym.tasks.loaders import resolve_tasks
 from kernelgym.tasks.task import Task
 from train.callbacks import NonFiniteGuard, TimeBudget, TrainingDiverged, resolve_resume
 from train.config import KernelGymArguments, parse_args
+from train.curriculum import pass_rates, within_max_ops, within_pass_range
 from train.generation import Generator
 
 if TYPE_CHECKING:
@@ -45,21 +46,6 @@ def task_rows(tasks: Sequence[Task]) -> list[dict[str, object]]:
     return [{"prompt": first_messages(t, templates), "task": t.task_id} for t in tasks]
 
 
-def within_max_ops(tasks: Sequence[Task], max_ops: int) -> list[Task]:
-    """`tasks` whose op chain has at most `max_ops` ops (0: all). Tasks that do not say (built-in, KernelBench)
-    are kept: the bound is a curriculum over generated chains, not a filter of other sets."""
-    if not max_ops:
-        return list(tasks)
-
-    def ops(t: Task) -> int | None:
-        n = t.meta.get("num_ops")
-        return int(n) if n is not None else (len(t.meta["ops"]) if t.meta.get("ops") is not None else None)
-
-    kept = [t for t in tasks if (n := ops(t)) is None or n <= max_ops]
-    log.info("task_max_ops %d: %d of %d tasks kept", max_ops, len(kept), len(tasks))
-    return kept
-
-
 def build_trainer(kg: KernelGymArguments, args: GRPOConfig, model_args: ModelConfig,
                   make_backend: Callable[[], EpisodeBackend] | None = None,
                   generator: Generator | None = None) -> KernelGymGRPOTrainer:
@@ -74,9 +60,14 @@ def build_trainer(kg: KernelGymArguments, args: GRPOConfig, model_args: ModelCon
     from train.trainer import KernelGymGRPOTrainer
 
     tasks = within_max_ops(resolve_tasks(kg.tasks), kg.task_max_ops)
+    if kg.task_pass_rates:
+        tasks = within_pass_range(tasks, pass_rates(kg.task_pass_rates), kg.task_min_pass, kg.task_max_pass,
+                                  kg.task_keep_unmeasured)
     if not tasks:
         raise ValueError(f"task spec {kg.tasks!r} names no task"
-                         + (f" of at most {kg.task_max_ops} ops (task_max_ops)" if kg.task_max_ops else ""))
+                         + (f" of at most {kg.task_max_ops} ops (task_max_ops)" if kg.task_max_ops else "")
+                         + (f" with a pass rate in [{kg.task_min_pass:g}, {kg.task_max_pass:g}] (task_pass_rates)"
+                            if kg.task_pass_rates else ""))
     model, tokenizer = load_policy(model_args, args, kg.base_adapter)
     if make_backend is None:
         local_rank = int(os.environ["LOCAL_RANK"]) if "LOCAL_RANK" in os.environ else None
