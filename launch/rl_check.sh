@@ -448,6 +448,8 @@ kb_audit_wait
   else echo "rl: none"; fi
   echo -n "next: "
   if [[ $gguf_rc != 0 ]]; then echo "carry the missing GGUF part(s) above (STAGE=corpus while no SFT exists, else STAGE=carry)"
+  elif [[ ! -f $sft_dir/adapter_model.safetensors ]] && sft_trained "$full_dir"; then
+    echo "STAGE=eval MODELS=sftfull (the full SFT model is evaluated here), or STAGE=sft for the LoRA adapter"
   elif [[ ! -f $sft_dir/adapter_model.safetensors ]]; then echo "STAGE=sft (resumes); then fetch sft_adapter/ and tasks.tgz"
   elif [[ -n $(ls "$out/rl_state" 2>/dev/null) ]]; then echo "fetch rl_state/ (the run's only copy off this machine), then STAGE=rl again while the machine is warm (or STAGE=eval)"
   else echo "STAGE=rl"; fi
