@@ -94,6 +94,9 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> None:
     o.add_argument("--rejudge", type=Path, default=None, metavar="RUN",
                    help="judge the answers stored in RUN/generations.jsonl again, with RUN's tasks and judge settings "
                         "and this checkout's judge, into --out (no model; --tasks overrides RUN's task spec)")
+    o.add_argument("--compare", type=Path, nargs=2, default=None, metavar=("RUN_A", "RUN_B"),
+                   help="no model: B against A, paired on the tasks both runs judged (compiled, correct, fast_1: "
+                        "the difference with a 95 %% interval over tasks and a sign test), as a markdown table")
     o.add_argument("--no-progress", action="store_true", help="no progress bars")
     e.set_defaults(func=eval_command)
 
@@ -103,6 +106,8 @@ def eval_command(args: argparse.Namespace) -> int:
     if getattr(args, "screen_jobs", 1) is None:  # every path screens (a re-judged run too)
         args.screen_jobs = min(8, max(1, (os.cpu_count() or 2) // 2))
     try:
+        if args.compare is not None:
+            return _compare(args.compare)
         if args.report_only:
             return _report_only(args)
         if args.rejudge is not None:
@@ -236,6 +241,23 @@ def _report_only(args: argparse.Namespace) -> int:
                        screen.over_limits)
     files.metrics.write_text(json.dumps(metrics, indent=2))
     console.print(f"report: {_write(files, metrics)}")
+    return 0
+
+
+def _compare(runs: list[Path]) -> int:
+    """`--compare A B`: the paired table on stdout."""
+    from kernelgym.eval.compare import markdown, paired
+
+    attempts = []
+    for run in runs:
+        files = RunFiles(run)
+        if not files.attempts.path.is_file():
+            raise EvalError(f"--compare needs eval run directories holding results.jsonl; {run} has none")
+        attempts.append(list(files.attempts.read().values()))
+    rows = paired(*attempts)
+    if not rows:
+        raise EvalError(f"--compare: {runs[0]} and {runs[1]} judged no task in common")
+    print(markdown(rows, runs[0].name, runs[1].name))
     return 0
 
 
