@@ -20,8 +20,12 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   default acq_rel) publishes, at its storage, every store its program made or acquired so far, and an atomic with
   acquire semantics on that storage (a lock's `atomic_cas`, a last-block counter's `atomic_add`, an atomic load)
   makes them visible to its program (the Triton tutorials' lock-guarded accumulation; a last-block reduction).
-  Atomics act on live memory. Open: one program after another, an acquire/release chain no program waits for
-  orders every program after the previous one, and an atomic reads other programs' plain stores live
+  Atomics act on live memory. Two plain stores to one address that nothing orders leave either value on a GPU,
+  where the interpreter let the later one in run order (or the last lane of a block) win, which an answer can line
+  up with its data (red-team s17): a store over another program's unordered store does not land, and of the lanes
+  of one store that write one address, one drawn at random lands. Open: one program after another, an
+  acquire/release chain no program waits for orders every program after the previous one, an atomic reads other
+  programs' plain stores live, and two stores of one program from different lanes land in program order
   (`_LaunchMemory`).
 - Memory between the lanes of one program: a GPU program is many threads, and a block stored to global memory
   then read back at other places of the block (another lane's element, or a block of another shape) races
@@ -137,7 +141,7 @@ class _LaunchMemory:
     a last-block counter's add, an atomic load or poll) makes what was published there visible to its program.
     Atomics themselves act on live memory."""
 
-    def __init__(self, storages: list[tuple[int, int]], programs: int = 1) -> None:
+    def __init__(self, storages: list[tuple[int, int]], programs: int = 1, seed: int = 0) -> None:
         # base, end, and once a program first stores into it: its copy from before that store, and per byte the
         # program that stored it last (-1: none) and that store's sequence number
         self.regions: list[list[Any]] = []
@@ -153,6 +157,7 @@ class _LaunchMemory:
         self.live = False  # the load running now is atomic: live memory
         self.barrier = 0  # the running program's stores up to this seq are visible to all its lanes
         self.shapes: dict[tuple[int, ...], int] = {}  # a block shape -> its id (the lanes' layout follows it)
+        self.rng = np.random.default_rng(seed)  # which of a store's lanes to one address lands
 
     def begin_program(self, me: int = 0) -> None:
         self.me, self.live, self.seen = me % self.programs, False, None  # allocated at an acquire only
@@ -220,14 +225,14 @@ class _LaunchMemory:
                     wshape[at] = shape
                 self.stored = True
 
-    def redirect(self, ptrs: np.ndarray) -> np.ndarray:
-        """`ptrs` with every address another program stored, not ordered before this load, pointing into the
-        launch's starting copy."""
-        if not self.stored or self.live:
-            return ptrs
-        out = None
-        flat = ptrs.astype(np.uint64).ravel()
-        shape = self._shape_id(ptrs.shape)
+    def _unordered(self, flat: np.ndarray, shape: tuple[int, ...], own_lanes: bool) -> list[tuple[int, np.ndarray]]:
+        """(region's base, places in `flat`) where the address's last plain store is another program's, not ordered
+        before the running program; with `own_lanes`, also the running program's own store from another lane (another
+        place in the block, or a block of another shape) with no tl.debug_barrier() since (red-team s16)."""
+        found = []
+        if not self.stored:
+            return found
+        shape_id = self._shape_id(shape)
         for base, end, copy, writer, wseq, wpos, wshape in self.regions:
             if copy is None:
                 continue
@@ -239,14 +244,54 @@ class _LaunchMemory:
             other = (w >= 0) & (w != self.me)
             if self.seen is not None:
                 other[other] = self.seen[w[other]] < wseq[off[other]]
-            # its own store from another lane (another place in the block, or a block of another shape) with
-            # no tl.debug_barrier() between: the GPU's threads race there as programs do (red-team s16)
-            own = (w == self.me) & (wseq[off] > self.barrier) & ((wshape[off] != shape) | (wpos[off] != at))
-            at = at[other | own]
-            if at.size:
-                out = flat.copy() if out is None else out
-                out[at] = flat[at] - np.uint64(base) + np.uint64(copy.ctypes.data)
-        return ptrs if out is None else out.reshape(ptrs.shape).astype(ptrs.dtype, copy=False)
+            if own_lanes:
+                other |= (w == self.me) & (wseq[off] > self.barrier) & ((wshape[off] != shape_id) | (wpos[off] != at))
+            if other.any():
+                found.append((base, at[other]))
+        return found
+
+    def redirect(self, ptrs: np.ndarray) -> np.ndarray:
+        """`ptrs` with every address another program stored, not ordered before this load, pointing into the
+        launch's starting copy (and the program's own store from another lane with no barrier between: the GPU's
+        threads race there as programs do, red-team s16)."""
+        if not self.stored or self.live:
+            return ptrs
+        flat = ptrs.astype(np.uint64).ravel()
+        found = self._unordered(flat, ptrs.shape, own_lanes=True)
+        if not found:
+            return ptrs
+        out = flat.copy()
+        copies = {region[0]: region[2] for region in self.regions}
+        for base, at in found:
+            out[at] = flat[at] - np.uint64(base) + np.uint64(copies[base].ctypes.data)
+        return out.reshape(ptrs.shape).astype(ptrs.dtype, copy=False)
+
+    def landing(self, ptrs: np.ndarray, active: np.ndarray) -> np.ndarray | None:
+        """The lanes of a plain store that land (None: every active one), called before `note_store`. Two stores to
+        one address that nothing orders leave either value on a GPU, but the interpreter applied them in run order and
+        block order, the last one winning, which an answer can line up with its data (red-team s17): a store over
+        another program's unordered store does not land (the other could have come last), and of the lanes of one
+        store that write one address, one drawn at random lands."""
+        if self.live:
+            return None  # an atomic store acts on live memory
+        ptrs = np.asarray(ptrs)
+        full = np.broadcast_shapes(ptrs.shape, np.asarray(active).shape)
+        act = np.broadcast_to(np.asarray(active) != 0, full).ravel().copy()
+        flat = np.broadcast_to(ptrs, full).ravel().astype(np.uint64)
+        lost = np.zeros(flat.size, dtype=np.bool_)
+        for _, at in self._unordered(flat, full, own_lanes=False):
+            lost[at] = True
+        live = np.nonzero(act & ~lost)[0]
+        if live.size > 1:
+            addrs = flat[live]
+            if np.unique(addrs).size < addrs.size:
+                order = np.lexsort((self.rng.random(live.size), addrs))
+                repeat = np.zeros(live.size, dtype=np.bool_)
+                repeat[1:] = addrs[order][1:] == addrs[order][:-1]
+                lost[live[order[repeat]]] = True
+        if not (lost & act).any():
+            return None
+        return (act & ~lost).reshape(full)
 
 
 def _addresses(ptrs: np.ndarray, mask: Any = None) -> np.ndarray:
@@ -291,8 +336,17 @@ def _launch_memory(builder: Any) -> None:
         if memory is not None and isinstance(getattr(ptrs, "data", None), np.ndarray):
             mask = kwargs["mask"] if "mask" in kwargs else (args[0] if args else None)
             data = getattr(mask, "data", None)
-            memory.note_store(ptrs.data, np.asarray(data != 0) if data is not None else np.ones(1, np.bool_),
-                              _element_bytes(ptrs, value))
+            active = np.asarray(data != 0) if data is not None else np.ones(1, np.bool_)
+            lands = memory.landing(ptrs.data, active)
+            memory.note_store(ptrs.data, active, _element_bytes(ptrs, value))
+            if lands is not None:
+                import triton.language as tl
+
+                mask = type(ptrs)(np.ascontiguousarray(np.broadcast_to(lands, ptrs.data.shape)), tl.int1)
+                if "mask" in kwargs or not args:
+                    kwargs["mask"] = mask
+                else:
+                    args = (mask, *args[1:])
         return store(self, ptrs, value, *args, **kwargs)
 
     def ordering(original: Callable[..., Any], ptr_at: int, mask_at: int | None, sem_at: int) -> Callable[..., Any]:
@@ -456,7 +510,8 @@ def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
         args = {name: arg if name in constexprs else kernel_value(arg) for name, arg in bound.items()}
         interp.interpreter_builder.set_grid_dim(*grid)
         _LAUNCHES[0] += 1
-        memory = _LaunchMemory(_storages([args_hst, list(kwargs_hst.values())]), grid[0] * grid[1] * grid[2])
+        memory = _LaunchMemory(_storages([args_hst, list(kwargs_hst.values())]), grid[0] * grid[1] * grid[2],
+                               seed=_ORDER_SALT ^ _LAUNCHES[0])
         _MEMORY[0] = memory
         try:
             for i, (x, y, z) in enumerate(program_order(grid, _ORDER_SALT + _LAUNCHES[0]).tolist()):

@@ -267,9 +267,10 @@ def test_an_unwaited_acquire_release_chain_orders_nothing():
     assert out.item() != 128.0
 
 
-@pytest.mark.xfail(strict=True, reason="open: atomics act on live memory, so an atomic read of another program's "
-                   "plain store sees it (red-team s16)")
 def test_an_atomic_read_of_plain_stores_does_not_merge_exactly():
+    # the atomic read sees the other programs' plain stores (atomics act on live memory), but those stores are not
+    # ordered before this program's plain store, so it does not land over them (red-team s17: a store over another
+    # program's unordered store keeps the other's value, which a GPU may leave as well)
     x = torch.ones(8 * 16)
     out = torch.zeros(1)
     merge_atomic_read[(8,)](x, out, BLOCK=16)
@@ -479,3 +480,52 @@ def test_a_scan_across_lanes_without_a_barrier_is_not_exact_here():
     out = torch.zeros(64)
     scan_in_one_program[(1,)](x, out, BLOCK=64, LOG2=6, BARRIER=True)  # honest: barriers order the lanes
     assert out.tolist() == list(range(1, 65))
+
+
+# -- write-write races (red-team s17) --------------------------------------------------------------------------
+@triton.jit
+def every_program_stores_its_view(x_ptr, acc_ptr, out_ptr, BLOCK: tl.constexpr):
+    # racy on a GPU: the atomic adds are right, but every program then stores the total it saw, and the plain
+    # stores of the programs to `out` are unordered: the one that lands last may have seen only part of the sum
+    pid = tl.program_id(0)
+    tl.atomic_add(acc_ptr, tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0))
+    tl.store(out_ptr, tl.load(acc_ptr))
+
+
+@triton.jit
+def lanes_store_one_address(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # racy on a GPU: every lane stores its running sum to out[0]; which lane's store lands is undefined
+    cols = tl.arange(0, BLOCK)
+    tl.store(out_ptr + 0 * cols, tl.cumsum(tl.load(x_ptr + cols), axis=0))
+
+
+@triton.jit
+def lanes_store_one_value(out_ptr, value, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    tl.store(out_ptr + 0 * cols, tl.zeros([BLOCK], tl.float32) + value)  # one value from every lane: no race
+    tl.store(out_ptr + 1 + cols % 2, tl.zeros([BLOCK], tl.float32) + value + 1.0)
+
+
+def test_unordered_stores_of_programs_do_not_land_in_run_order():
+    x = torch.ones(8 * 16)
+    acc, out = torch.zeros(1), torch.zeros(1)
+    every_program_stores_its_view[(8,)](x, acc, out, BLOCK=16)
+    # one program after another, the last store was the last atomic's complete total (128): exact on CPU only
+    assert acc.item() == 128.0 and out.item() != 128.0
+
+
+def test_lanes_storing_one_address_do_not_land_in_block_order():
+    x = torch.ones(64)
+    seen = []
+    for _ in range(3):
+        out = torch.zeros(1)
+        lanes_store_one_address[(1,)](x, out, BLOCK=64)
+        seen.append(out.item())
+    # numpy's store let the last lane win, the one holding the total (64.0), every time
+    assert seen != [64.0] * 3 and all(v in range(1, 65) for v in seen)
+
+
+def test_lanes_storing_one_value_to_one_address_still_store_it():
+    out = torch.zeros(3)
+    lanes_store_one_value[(1,)](out, 2.5, BLOCK=64)
+    assert out.tolist() == [2.5, 3.5, 3.5]
