@@ -24,15 +24,15 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   where the interpreter let the later one in run order (or the last lane of a block) win, which an answer can line
   up with its data (red-team s17): a store over another program's unordered store does not land, and of the lanes
   of one store that write one address, one drawn at random lands. Open: one program after another, an
-  acquire/release chain no program waits for orders every program after the previous one, an atomic reads other
-  programs' plain stores live, and two stores of one program from different lanes land in program order
-  (`_LaunchMemory`).
+  acquire/release chain no program waits for orders every program after the previous one, and an atomic reads
+  other programs' plain stores live (`_LaunchMemory`).
 - Memory between the lanes of one program: a GPU program is many threads, and a block stored to global memory
   then read back at other places of the block (another lane's element, or a block of another shape) races
   without `tl.debug_barrier()`, since Triton inserts no barrier for a global round trip (triton-lang/triton
   #1097, #1615); the interpreter's whole-block numpy loads and stores made a Hillis-Steele scan through global
   memory exact (red-team s16). Here such a load reads the launch's starting memory, unless a barrier or a scalar
-  atomic (its result reaches the lanes through a barrier) came between. Open: a store racing with an earlier
+  atomic (its result reaches the lanes through a barrier) came between, and a store over such a store of another
+  lane does not land (red-team s17). Open: a store racing with an earlier
   load of another lane (write after read), a scalar atomic whose result nothing uses (no barrier on a GPU),
   and another lane's store read by an atomic (atomics act on live memory).
 - Float scalar arguments: the GPU passes a Python float as an fp32 scalar; the interpreter passed the
@@ -270,8 +270,9 @@ class _LaunchMemory:
         """The lanes of a plain store that land (None: every active one), called before `note_store`. Two stores to
         one address that nothing orders leave either value on a GPU, but the interpreter applied them in run order and
         block order, the last one winning, which an answer can line up with its data (red-team s17): a store over
-        another program's unordered store does not land (the other could have come last), and of the lanes of one
-        store that write one address, one drawn at random lands."""
+        another program's unordered store, or over the program's own store from another lane with no barrier since
+        (the lane rule of `redirect`), does not land (the other could have come last), and of the lanes of one store
+        that write one address, one drawn at random lands."""
         if self.live:
             return None  # an atomic store acts on live memory
         ptrs = np.asarray(ptrs)
@@ -279,7 +280,7 @@ class _LaunchMemory:
         act = np.broadcast_to(np.asarray(active) != 0, full).ravel().copy()
         flat = np.broadcast_to(ptrs, full).ravel().astype(np.uint64)
         lost = np.zeros(flat.size, dtype=np.bool_)
-        for _, at in self._unordered(flat, full, own_lanes=False):
+        for _, at in self._unordered(flat, full, own_lanes=True):
             lost[at] = True
         live = np.nonzero(act & ~lost)[0]
         if live.size > 1:

@@ -529,3 +529,24 @@ def test_lanes_storing_one_value_to_one_address_still_store_it():
     out = torch.zeros(3)
     lanes_store_one_value[(1,)](out, 2.5, BLOCK=64)
     assert out.tolist() == [2.5, 3.5, 3.5]
+
+
+@triton.jit
+def lanes_store_one_address_in_turn(x_ptr, out_ptr, BLOCK: tl.constexpr, BARRIER: tl.constexpr):
+    # racy on a GPU without barriers: round r stores lane r's running sum to out[0]; lane r is another thread each
+    # round, and nothing orders stores of different threads (red-team s17)
+    cols = tl.arange(0, BLOCK)
+    run = tl.cumsum(tl.load(x_ptr + cols), axis=0)
+    for r in range(BLOCK):
+        tl.store(out_ptr + 0 * cols, run, mask=cols == r)
+        if BARRIER:
+            tl.debug_barrier()
+
+
+def test_stores_of_other_lanes_to_one_address_do_not_land_in_program_order():
+    x = torch.ones(16)
+    out = torch.zeros(1)
+    lanes_store_one_address_in_turn[(1,)](x, out, BLOCK=16, BARRIER=False)
+    assert out.item() == 1.0  # lane 0's store stays: the later ones race with it
+    lanes_store_one_address_in_turn[(1,)](x, out, BLOCK=16, BARRIER=True)  # honest: barriers order the rounds
+    assert out.item() == 16.0
