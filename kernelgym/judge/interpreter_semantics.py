@@ -22,8 +22,8 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   makes them visible to its program (the Triton tutorials' lock-guarded accumulation; a last-block reduction).
   Atomics act on live memory. Two plain stores to one address that nothing orders leave either value on a GPU,
   where the interpreter let the later one in run order (or the last lane of a block) win, which an answer can line
-  up with its data (red-team s17): a store over another program's unordered store does not land, and of the lanes
-  of one store that write one address, one drawn at random lands. Open: one program after another, an
+  up with its data (red-team s17): a store over another program's unordered store lands or not at random, and of
+  the lanes of one store that write one address, one drawn at random lands. Open: one program after another, an
   acquire/release chain no program waits for orders every program after the previous one, and an atomic reads
   other programs' plain stores live (`_LaunchMemory`).
 - Memory between the lanes of one program: a GPU program is many threads, and a block stored to global memory
@@ -32,7 +32,7 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   #1097, #1615); the interpreter's whole-block numpy loads and stores made a Hillis-Steele scan through global
   memory exact (red-team s16). Here such a load reads the launch's starting memory, unless a barrier or a scalar
   atomic (its result reaches the lanes through a barrier) came between, and a store over such a store of another
-  lane does not land (red-team s17). Open: a store racing with an earlier
+  lane lands or not at random (red-team s17). Open: a store racing with an earlier
   load of another lane (write after read), a scalar atomic whose result nothing uses (no barrier on a GPU),
   and another lane's store read by an atomic (atomics act on live memory).
 - Float scalar arguments: the GPU passes a Python float as an fp32 scalar; the interpreter passed the
@@ -271,8 +271,9 @@ class _LaunchMemory:
         one address that nothing orders leave either value on a GPU, but the interpreter applied them in run order and
         block order, the last one winning, which an answer can line up with its data (red-team s17): a store over
         another program's unordered store, or over the program's own store from another lane with no barrier since
-        (the lane rule of `redirect`), does not land (the other could have come last), and of the lanes of one store
-        that write one address, one drawn at random lands."""
+        (the lane rule of `redirect`), lands with probability 1/2 per element (either could have come last; always
+        keeping the first would be an order to line up as well), and of the lanes of one store that write one
+        address, one drawn at random lands."""
         if self.live:
             return None  # an atomic store acts on live memory
         ptrs = np.asarray(ptrs)
@@ -281,7 +282,7 @@ class _LaunchMemory:
         flat = np.broadcast_to(ptrs, full).ravel().astype(np.uint64)
         lost = np.zeros(flat.size, dtype=np.bool_)
         for _, at in self._unordered(flat, full, own_lanes=True):
-            lost[at] = True
+            lost[at] = self.rng.random(at.size) < 0.5  # either store may come last: no order an answer can line up
         live = np.nonzero(act & ~lost)[0]
         if live.size > 1:
             addrs = flat[live]
