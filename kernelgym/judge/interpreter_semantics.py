@@ -93,6 +93,7 @@ def install() -> str:
     interp._kernelgym_bool_op = bool_op  # rewritten kernels see the interpreter module's globals
     _bool_masks(getattr(interp, "InterpreterBuilder", None))
     _launch_memory(getattr(interp, "InterpreterBuilder", None))
+    _reorderable_reshapes(getattr(interp, "InterpreterBuilder", None))
     return bf16_why
 
 
@@ -158,6 +159,21 @@ class _LaunchMemory:
         self.barrier = 0  # the running program's stores up to this seq are visible to all its lanes
         self.shapes: dict[tuple[int, ...], int] = {}  # a block shape -> its id (the lanes' layout follows it)
         self.rng = np.random.default_rng(seed)  # which of a store's lanes to one address lands
+        self.seed = seed
+        self.reorders: dict[tuple[Any, Any], np.ndarray] = {}  # (from, to) shapes -> a reorderable reshape's order
+
+    def reorder(self, src: Any, dst: tuple[int, ...]) -> np.ndarray:
+        """The permutation of a reorderable reshape from shape `src` to `dst` in this launch: drawn once per pair,
+        the inverse of the reshape back (`_reorderable_reshapes`)."""
+        got = self.reorders.get((src, dst))
+        if got is None:
+            back = self.reorders.get((dst, src))
+            if back is not None:
+                got = np.argsort(back)
+            else:
+                got = np.random.default_rng([self.seed, len(self.reorders)]).permutation(int(np.prod(dst)))
+            self.reorders[(src, dst)] = got
+        return got
 
     def begin_program(self, me: int = 0) -> None:
         self.me, self.live, self.seen = me % self.programs, False, None  # allocated at an acquire only
@@ -426,6 +442,46 @@ def _storages(args: Any) -> list[tuple[int, int]]:
 
     visit(args)
     return found
+
+
+# -- reshapes that may reorder -------------------------------------------------------------------------
+def _reorderable_reshapes(builder: Any) -> None:
+    """`tl.reshape(x, shape, can_reorder=True)` (and `tl.view`, which is that) and `tl.cat(a, b, can_reorder=True)`
+    leave the order of the elements to the compiler: on a GPU it picks the result's layout so that no data moves
+    between threads, and the elements come out permuted whenever the source layout is not row-major per thread
+    (triton-lang/triton#2829, "`tl.view` is a footgun"). The interpreter reshaped and concatenated in order, so an
+    answer that stored a `tl.view`-flattened tile at row-major offsets was exact on CPU and scrambled on a GPU
+    (red-team s17). Here such a result is permuted: one permutation per launch and pair of shapes, so every tensor
+    of a multi-input reduction (`tl.sum(x)` of a 2-D tile flattens with can_reorder) and every tensor an answer
+    reshapes alike is permuted alike, and reshaping back undoes it, as the GPU's layouts do."""
+    if builder is None:
+        return
+    for name in ("create_reshape", "create_cat"):
+        original = getattr(builder, name, None)
+        if original is None or getattr(original, "_kernelgym", False):
+            continue
+        setattr(builder, name, _reordering(original, name))
+
+
+def _reordering(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def call(self: Any, *args: Any) -> Any:
+        out = original(self, *args)
+        memory = _MEMORY[0]
+        data = getattr(out, "data", None)
+        if memory is None or not isinstance(data, np.ndarray) or data.size < 2:
+            return out
+        if name == "create_reshape":
+            src, shape, allow_reorder = args[0], args[1], args[2] if len(args) > 2 else False
+            if not allow_reorder or tuple(np.shape(src.data)) == tuple(data.shape):
+                return out
+            perm = memory.reorder(tuple(np.shape(src.data)), tuple(data.shape))
+        else:
+            perm = memory.reorder(("cat", tuple(np.shape(args[0].data))), tuple(data.shape))
+        return type(out)(np.ascontiguousarray(data.reshape(-1)[perm].reshape(data.shape)), out.dtype)
+
+    call._kernelgym = True  # type: ignore[attr-defined]
+    call.__name__ = name
+    return call
 
 
 # -- boolean operators ---------------------------------------------------------------------------

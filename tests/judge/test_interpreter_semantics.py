@@ -554,3 +554,28 @@ def test_stores_of_other_lanes_to_one_address_do_not_land_in_program_order():
     assert out.tolist() != [16.0] * 32 and out.tolist() != [1.0] * 32 and set(out.tolist()) <= set(range(1, 17))
     lanes_store_one_address_in_turn[(1,)](x, out, BLOCK=16, BARRIER=True)  # honest: barriers order the rounds
     assert out.tolist() == [16.0] * 32
+
+
+# -- reshapes that may reorder (red-team s17) ------------------------------------------------------------------
+@triton.jit
+def reorderable_reshapes(x_ptr, flat_ptr, back_ptr, stats_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    r = tl.arange(0, BM)
+    c = tl.arange(0, BN)
+    offs2 = r[:, None] * BN + c[None, :]
+    tile = tl.load(x_ptr + offs2)
+    flat = tl.view(tile, (BM * BN,))  # the order is the compiler's on a GPU
+    tl.store(flat_ptr + tl.arange(0, BM * BN), flat)
+    tl.store(back_ptr + offs2, tl.reshape(flat, (BM, BN), can_reorder=True))  # and back: the same layouts
+    both = tl.view(tile * 2.0, (BM * BN,))  # a second tensor reshaped alike is reordered alike
+    tl.store(stats_ptr, tl.sum(tl.where(both == flat * 2.0, 1.0, 0.0)))
+    tl.store(stats_ptr + 1, tl.max(tl.view(tile, (BN, BM)), axis=None))
+
+
+def test_a_reorderable_reshape_does_not_keep_the_order():
+    x = torch.randperm(256).float()
+    flat, back, stats = torch.zeros(256), torch.zeros(256), torch.zeros(2)
+    reorderable_reshapes[(1,)](x, flat, back, stats, BM=16, BN=16)
+    # numpy kept the order, so a tl.view-flattened tile stored at row-major offsets was exact on CPU only
+    assert not torch.equal(flat, x) and torch.equal(flat.sort().values, x.sort().values)
+    assert torch.equal(back, x)
+    assert stats.tolist() == [256.0, 255.0]
