@@ -35,6 +35,9 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   lane lands or not at random (red-team s17). Open: a store racing with an earlier
   load of another lane (write after read), a scalar atomic whose result nothing uses (no barrier on a GPU),
   and another lane's store read by an atomic (atomics act on live memory).
+- Reorderable reshapes: `tl.view` is `tl.reshape(x, shape, can_reorder=True)`, whose element order the GPU leaves
+  to its layouts (triton-lang/triton#2829); the interpreter kept the order, so a `tl.view`-flattened tile stored at
+  row-major offsets was exact on CPU only (red-team s17). Here the result is permuted (`_reorderable_reshapes`).
 - Float scalar arguments: the GPU passes a Python float as an fp32 scalar; the interpreter passed the
   Python float itself, so `scale.to(tl.float16)` failed and arithmetic ran in float64.
 - A grid callable gets the launch's own arguments on the GPU (tensors, ints); the interpreter gave it
