@@ -244,10 +244,13 @@ class _LaunchMemory:
                     wshape[at] = shape
                 self.stored = True
 
-    def _unordered(self, flat: np.ndarray, shape: tuple[int, ...], own_lanes: bool) -> list[tuple[int, np.ndarray]]:
-        """(region's base, places in `flat`) where the address's last plain store is another program's, not ordered
-        before the running program; with `own_lanes`, also the running program's own store from another lane (another
-        place in the block, or a block of another shape) with no tl.debug_barrier() since (red-team s16)."""
+    def _unordered(self, flat: np.ndarray, shape: tuple[int, ...], own_lanes: bool,
+                   size: int = 1) -> list[tuple[int, np.ndarray]]:
+        """(region's base, places in `flat`) where a byte of the `size`-byte element at the address was last stored by
+        another program, not ordered before the running program; with `own_lanes`, also by the running program from
+        another lane (another place in the block, or a block of another shape) with no tl.debug_barrier() since
+        (red-team s16). Every byte of the element: a one-byte store of its own over the first byte of an element that
+        other programs stored made a load of it read live memory (red-team s17)."""
         found = []
         if not self.stored:
             return found
@@ -258,25 +261,29 @@ class _LaunchMemory:
             at = np.nonzero((flat >= base) & (flat < end))[0]
             if not at.size:
                 continue
-            off = (flat[at] - np.uint64(base)).astype(np.int64)
-            w = writer[off]
-            other = (w >= 0) & (w != self.me)
-            if self.seen is not None:
-                other[other] = self.seen[w[other]] < wseq[off[other]]
-            if own_lanes:
-                other |= (w == self.me) & (wseq[off] > self.barrier) & ((wshape[off] != shape_id) | (wpos[off] != at))
-            if other.any():
-                found.append((base, at[other]))
+            first = (flat[at] - np.uint64(base)).astype(np.int64)
+            hit = np.zeros(at.size, dtype=np.bool_)
+            for k in range(max(1, size)):
+                off = np.minimum(first + k, writer.size - 1)
+                w = writer[off]
+                other = (w >= 0) & (w != self.me)
+                if self.seen is not None:
+                    other[other] = self.seen[w[other]] < wseq[off[other]]
+                if own_lanes:
+                    other |= (w == self.me) & (wseq[off] > self.barrier) & ((wshape[off] != shape_id) | (wpos[off] != at))
+                hit |= other
+            if hit.any():
+                found.append((base, at[hit]))
         return found
 
-    def redirect(self, ptrs: np.ndarray) -> np.ndarray:
+    def redirect(self, ptrs: np.ndarray, size: int = 1) -> np.ndarray:
         """`ptrs` with every address another program stored, not ordered before this load, pointing into the
         launch's starting copy (and the program's own store from another lane with no barrier between: the GPU's
         threads race there as programs do, red-team s16)."""
         if not self.stored or self.live:
             return ptrs
         flat = ptrs.astype(np.uint64).ravel()
-        found = self._unordered(flat, ptrs.shape, own_lanes=True)
+        found = self._unordered(flat, ptrs.shape, own_lanes=True, size=size)
         if not found:
             return ptrs
         out = flat.copy()
@@ -285,7 +292,7 @@ class _LaunchMemory:
             out[at] = flat[at] - np.uint64(base) + np.uint64(copies[base].ctypes.data)
         return out.reshape(ptrs.shape).astype(ptrs.dtype, copy=False)
 
-    def landing(self, ptrs: np.ndarray, active: np.ndarray) -> np.ndarray | None:
+    def landing(self, ptrs: np.ndarray, active: np.ndarray, size: int = 1) -> np.ndarray | None:
         """The lanes of a plain store that land (None: every active one), called before `note_store`. Two stores to
         one address that nothing orders leave either value on a GPU, but the interpreter applied them in run order and
         block order, the last one winning, which an answer can line up with its data (red-team s17): a store over
@@ -300,7 +307,7 @@ class _LaunchMemory:
         act = np.broadcast_to(np.asarray(active) != 0, full).ravel().copy()
         flat = np.broadcast_to(ptrs, full).ravel().astype(np.uint64)
         lost = np.zeros(flat.size, dtype=np.bool_)
-        for _, at in self._unordered(flat, full, own_lanes=True):
+        for _, at in self._unordered(flat, full, own_lanes=True, size=size):
             lost[at] = self.rng.random(at.size) < 0.5  # either store may come last: no order an answer can line up
         live = np.nonzero(act & ~lost)[0]
         if live.size > 1:
@@ -347,7 +354,7 @@ def _launch_memory(builder: Any) -> None:
     def masked_load(self: Any, ptrs: Any, *args: Any, **kwargs: Any) -> Any:
         memory = _MEMORY[0]
         if memory is not None and isinstance(getattr(ptrs, "data", None), np.ndarray):
-            data = memory.redirect(ptrs.data)
+            data = memory.redirect(ptrs.data, _element_bytes(ptrs, None))
             if data is not ptrs.data:
                 ptrs = type(ptrs)(data, ptrs.dtype)
         return load(self, ptrs, *args, **kwargs)
@@ -358,8 +365,9 @@ def _launch_memory(builder: Any) -> None:
             mask = kwargs["mask"] if "mask" in kwargs else (args[0] if args else None)
             data = getattr(mask, "data", None)
             active = np.asarray(data != 0) if data is not None else np.ones(1, np.bool_)
-            lands = memory.landing(ptrs.data, active)
-            memory.note_store(ptrs.data, active, _element_bytes(ptrs, value))
+            size = _element_bytes(ptrs, value)
+            lands = memory.landing(ptrs.data, active, size)
+            memory.note_store(ptrs.data, active, size)
             if lands is not None:
                 import triton.language as tl
 

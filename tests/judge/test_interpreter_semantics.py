@@ -579,3 +579,21 @@ def test_a_reorderable_reshape_does_not_keep_the_order():
     assert not torch.equal(flat, x) and torch.equal(flat.sort().values, x.sort().values)
     assert torch.equal(back, x)
     assert stats.tolist() == [256.0, 255.0]
+
+
+# -- every byte of an element (red-team s17) --------------------------------------------------------------------
+@triton.jit
+def merge_behind_own_first_byte(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # racy on a GPU: the split-K plain merge, each program first storing byte 0 of `out` itself (a zero: the sums
+    # are small integers, whose fp64 low byte is zero) so that the element's first byte is its own store
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0).to(tl.float64)
+    tl.store(out_ptr.to(tl.pointer_type(tl.uint8)), tl.zeros([], tl.uint8))
+    tl.store(out_ptr, tl.load(out_ptr) + part)
+
+
+def test_an_own_store_over_the_first_byte_does_not_make_the_element_live():
+    x = torch.ones(8 * 16)
+    out = torch.zeros(1, dtype=torch.float64)
+    merge_behind_own_first_byte[(8,)](x, out, BLOCK=16)
+    assert out.item() != 128.0
