@@ -164,6 +164,7 @@ class _LaunchMemory:
         self.rng = np.random.default_rng(seed)  # which of a store's lanes to one address lands
         self.seed = seed
         self.reorders: dict[tuple[Any, Any], np.ndarray] = {}  # (from, to) shapes -> a reorderable reshape's order
+        self.superseded: dict[int, np.ndarray] = {}  # region base -> bytes where another program's store beat ours
 
     def reorder(self, src: Any, dst: tuple[int, ...]) -> np.ndarray:
         """The permutation of a reorderable reshape from shape `src` to `dst` in this launch: drawn once per pair,
@@ -180,6 +181,7 @@ class _LaunchMemory:
 
     def begin_program(self, me: int = 0) -> None:
         self.me, self.live, self.seen = me % self.programs, False, None  # allocated at an acquire only
+        self.superseded = {}
         self.barrier = self.seq
 
     def lane_barrier(self) -> None:
@@ -245,12 +247,14 @@ class _LaunchMemory:
                 self.stored = True
 
     def _unordered(self, flat: np.ndarray, shape: tuple[int, ...], own_lanes: bool,
-                   size: int = 1) -> list[tuple[int, np.ndarray]]:
+                   size: int = 1) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """(region's base, places in `flat`) where a byte of the `size`-byte element at the address was last stored by
         another program, not ordered before the running program; with `own_lanes`, also by the running program from
         another lane (another place in the block, or a block of another shape) with no tl.debug_barrier() since
         (red-team s16). Every byte of the element: a one-byte store of its own over the first byte of an element that
-        other programs stored made a load of it read live memory (red-team s17)."""
+        other programs stored made a load of it read live memory (red-team s17). With each place, whether another
+        program's store is among the reasons. A byte where another program's store superseded this program's own
+        (`landing`) is not unordered to it: that store came after its own, and it reads it live."""
         found = []
         if not self.stored:
             return found
@@ -263,17 +267,22 @@ class _LaunchMemory:
                 continue
             first = (flat[at] - np.uint64(base)).astype(np.int64)
             hit = np.zeros(at.size, dtype=np.bool_)
+            cross = np.zeros(at.size, dtype=np.bool_)
+            superseded = self.superseded.get(base)
             for k in range(max(1, size)):
                 off = np.minimum(first + k, writer.size - 1)
                 w = writer[off]
                 other = (w >= 0) & (w != self.me)
                 if self.seen is not None:
                     other[other] = self.seen[w[other]] < wseq[off[other]]
+                if superseded is not None:
+                    other &= ~superseded[off]
+                cross |= other
                 if own_lanes:
                     other |= (w == self.me) & (wseq[off] > self.barrier) & ((wshape[off] != shape_id) | (wpos[off] != at))
                 hit |= other
             if hit.any():
-                found.append((base, at[hit]))
+                found.append((base, at[hit], cross[hit]))
         return found
 
     def redirect(self, ptrs: np.ndarray, size: int = 1) -> np.ndarray:
@@ -288,18 +297,21 @@ class _LaunchMemory:
             return ptrs
         out = flat.copy()
         copies = {region[0]: region[2] for region in self.regions}
-        for base, at in found:
+        for base, at, _ in found:
             out[at] = flat[at] - np.uint64(base) + np.uint64(copies[base].ctypes.data)
         return out.reshape(ptrs.shape).astype(ptrs.dtype, copy=False)
 
-    def landing(self, ptrs: np.ndarray, active: np.ndarray, size: int = 1) -> np.ndarray | None:
-        """The lanes of a plain store that land (None: every active one), called before `note_store`. Two stores to
-        one address that nothing orders leave either value on a GPU, but the interpreter applied them in run order and
-        block order, the last one winning, which an answer can line up with its data (red-team s17): a store over
-        another program's unordered store, or over the program's own store from another lane with no barrier since
-        (the lane rule of `redirect`), lands with probability 1/2 per element (either could have come last; always
-        keeping the first would be an order to line up as well), and of the lanes of one store that write one
-        address, one drawn at random lands."""
+    def landing(self, ptrs: np.ndarray, active: np.ndarray, size: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
+        """(the lanes of a plain store that land, the lanes noted as this program's stores), None when every active
+        lane lands; called before `note_store`. Two stores to one address that nothing orders leave either value on a
+        GPU, but the interpreter applied them in run order and block order, the last one winning, which an answer can
+        line up with its data (red-team s17): a store over another program's unordered store, or over the program's
+        own store from another lane with no barrier since (the lane rule of `redirect`), lands with probability 1/2
+        per element (either could have come last; always keeping the first would be an order to line up as well),
+        and of the lanes of one store that write one address, one drawn at random lands. Where another program's
+        store wins, it stays the address's last store, and it came after every store of this program there: none
+        of them lands later (storing twice, or until a load reads the value back, would line up the run order again)
+        and this program's loads there read it."""
         if self.live:
             return None  # an atomic store acts on live memory
         ptrs = np.asarray(ptrs)
@@ -307,8 +319,26 @@ class _LaunchMemory:
         act = np.broadcast_to(np.asarray(active) != 0, full).ravel().copy()
         flat = np.broadcast_to(ptrs, full).ravel().astype(np.uint64)
         lost = np.zeros(flat.size, dtype=np.bool_)
-        for _, at in self._unordered(flat, full, own_lanes=True, size=size):
+        beaten = np.zeros(flat.size, dtype=np.bool_)  # another program's store stays after this one
+        for base, at, cross in self._unordered(flat, full, own_lanes=True, size=size):
             lost[at] = self.rng.random(at.size) < 0.5  # either store may come last: no order an answer can line up
+            beaten[at[cross]] = lost[at[cross]] & act[at[cross]]
+        for region in self.regions:
+            base, end = region[0], region[1]
+            superseded = self.superseded.get(base)
+            inside = (flat >= base) & (flat < end) & act
+            if superseded is not None and inside.any():  # superseded earlier in this program: stays superseded
+                off = (flat[inside] - np.uint64(base)).astype(np.int64)
+                was = superseded[np.minimum(off, superseded.size - 1)]
+                idx = np.nonzero(inside)[0][was]
+                lost[idx] = beaten[idx] = True
+            new = beaten & inside
+            if new.any():
+                if superseded is None:
+                    superseded = self.superseded[base] = np.zeros(end - base, dtype=np.bool_)
+                off = (flat[new] - np.uint64(base)).astype(np.int64)
+                for k in range(max(1, size)):
+                    superseded[np.minimum(off + k, superseded.size - 1)] = True
         live = np.nonzero(act & ~lost)[0]
         if live.size > 1:
             addrs = flat[live]
@@ -319,7 +349,7 @@ class _LaunchMemory:
                 lost[live[order[repeat]]] = True
         if not (lost & act).any():
             return None
-        return (act & ~lost).reshape(full)
+        return (act & ~lost).reshape(full), (act & ~beaten).reshape(full)
 
 
 def _addresses(ptrs: np.ndarray, mask: Any = None) -> np.ndarray:
@@ -366,8 +396,9 @@ def _launch_memory(builder: Any) -> None:
             data = getattr(mask, "data", None)
             active = np.asarray(data != 0) if data is not None else np.ones(1, np.bool_)
             size = _element_bytes(ptrs, value)
-            lands = memory.landing(ptrs.data, active, size)
-            memory.note_store(ptrs.data, active, size)
+            landing = memory.landing(ptrs.data, active, size)
+            lands, recorded = (None, active) if landing is None else landing
+            memory.note_store(ptrs.data, recorded, size)
             if lands is not None:
                 import triton.language as tl
 

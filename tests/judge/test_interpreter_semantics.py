@@ -597,3 +597,21 @@ def test_an_own_store_over_the_first_byte_does_not_make_the_element_live():
     out = torch.zeros(1, dtype=torch.float64)
     merge_behind_own_first_byte[(8,)](x, out, BLOCK=16)
     assert out.item() != 128.0
+
+
+@triton.jit
+def every_program_stores_its_view_twice(x_ptr, acc_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.atomic_add(acc_ptr + cols, tl.load(x_ptr + pid * BLOCK + cols))
+    total = tl.load(acc_ptr + cols)
+    tl.store(out_ptr + cols, total)
+    tl.store(out_ptr + cols, total)  # a second store over its own must not land for sure (red-team s17)
+    tl.store(out_ptr + 32 + cols, (tl.load(out_ptr + cols) == total).to(tl.float32))
+
+
+def test_storing_twice_does_not_line_up_the_run_order_again():
+    x = torch.ones(8 * 32)
+    acc, out = torch.zeros(32), torch.zeros(64)
+    every_program_stores_its_view_twice[(8,)](x, acc, out, BLOCK=32)
+    assert out[:32].tolist() != [8.0] * 32 and set(out[:32].tolist()) <= set(range(1, 9))
