@@ -5,7 +5,8 @@ name, main threads apart from the others (CUDA's own threads, torch's pool, the 
 
     python launch/thread_sampler.py OUT.txt [SECONDS] [PERIOD]
 
-Standard library only; run beside a benchmark (launch/judge_throughput_check.sh starts one per run)."""
+Run beside a benchmark (launch/judge_throughput_check.sh starts one per run); reads /proc as the judge does
+(`kernelgym.judge.proc_cpu`)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import signal
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
-TICK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from any directory
+from kernelgym.judge.proc_cpu import thread_cpu_seconds  # noqa: E402
 
 
 def _ours() -> list[int]:
@@ -33,22 +36,7 @@ def _ours() -> list[int]:
 
 def sample() -> dict[tuple[int, int], tuple[str, float]]:
     """(pid, tid) -> (thread name, CPU-seconds so far) for every thread of our processes."""
-    out: dict[tuple[int, int], tuple[str, float]] = {}
-    for pid in _ours():
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                    head, tail = f.read().rsplit(b")", 1)
-                fields = tail.split()
-                out[(pid, int(tid))] = (head.split(b"(", 1)[1].decode(errors="replace"),
-                                        (int(fields[11]) + int(fields[12])) / TICK)
-            except (OSError, ValueError, IndexError):
-                continue
-    return out
+    return {(pid, tid): reading for pid in _ours() for tid, reading in thread_cpu_seconds(pid).items()}
 
 
 def main() -> None:

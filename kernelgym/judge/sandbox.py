@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kernelgym import interrupt
 from kernelgym.judge import protocol
 from kernelgym.judge.candidate_env import MARKER_VAR, child_env
+from kernelgym.judge.proc_cpu import other_threads, process_cpu_seconds, thread_cpu_seconds
 
 if TYPE_CHECKING:
     from kernelgym.judge.forkserver import ForkedProcess, ForkServer
@@ -89,7 +90,7 @@ class CandidateProcess:
         # CPU seconds per request op, read from /proc by this process around each `request`: where a process's
         # host CPU goes under load (issue 26's throughput), never part of a verdict
         self.op_cpu: dict[str, float] = {}
-        # Of which threads other than the main one, by thread name (`_other_threads`): whose CPU it is
+        # Of which threads other than the main one, by thread name (`proc_cpu.other_threads`): whose CPU it is
         self.op_thread_cpu: dict[str, float] = {}
         argv = [sys.executable, "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w),
                 str(cpu_memory_bytes), str(area_fd)] + ([device] if announce_ready else [])
@@ -217,7 +218,7 @@ class CandidateProcess:
             if before is not None and after is not None:
                 op = str(msg.get("op"))[:40]
                 self.op_cpu[op] = round(self.op_cpu.get(op, 0.0) + after - before, 4)
-                for comm, seconds in _other_threads(self.proc.pid, threads_before, thread_cpu_seconds(self.proc.pid)):
+                for comm, seconds in other_threads(self.proc.pid, threads_before, thread_cpu_seconds(self.proc.pid)):
                     key = f"{op}~{comm}"
                     self.op_thread_cpu[key] = round(self.op_thread_cpu.get(key, 0.0) + seconds, 4)
 
@@ -428,52 +429,6 @@ def group_members(pgid: int) -> list[int]:
         if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
-
-
-def process_cpu_seconds(pid: int, children: bool = True) -> float | None:
-    """User + system CPU seconds of a live process, its threads and (with `children`) the children it reaped
-    (a compiler's subprocesses), from /proc: read by the parent, so the answer cannot change it. None off Linux."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        ticks = sum(int(v) for v in fields[11:15 if children else 13])  # utime, stime, cutime, cstime
-        return ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
-    """Each live thread of a process: its name and user + system CPU seconds, from /proc (empty off Linux)."""
-    threads: dict[int, tuple[str, float]] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return threads
-    tick = os.sysconf("SC_CLK_TCK")
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                head, tail = f.read().rsplit(b")", 1)
-            fields = tail.split()
-            threads[int(tid)] = (head.split(b"(", 1)[1].decode(errors="replace")[:24],
-                                 (int(fields[11]) + int(fields[12])) / tick)
-        except (OSError, ValueError, IndexError):
-            continue  # the thread ended in between
-    return threads
-
-
-def _other_threads(pid: int, before: dict[int, tuple[str, float]],
-                   after: dict[int, tuple[str, float]]) -> list[tuple[str, float]]:
-    """CPU seconds the threads other than the main one spent between two `thread_cpu_seconds` readings, by name.
-    Why it matters (issue 26): torch's intra-op pool threads carry the interpreter's name ("python3"), CUDA's own
-    threads names of their own ("cuda-EvtHandlr"); threads that ended in between are not counted."""
-    by_name: dict[str, float] = {}
-    for tid, (comm, seconds) in after.items():
-        if tid != pid:
-            spent = seconds - before.get(tid, (comm, 0.0))[1]
-            if spent > 0:
-                by_name[comm] = by_name.get(comm, 0.0) + spent
-    return sorted(by_name.items())
 
 
 def kill_marked(marker: str, var: str = MARKER_VAR) -> int:

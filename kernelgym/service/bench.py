@@ -28,7 +28,7 @@ from kernelgym.judge.bench import speedup_cv
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.judge import judge
 from kernelgym.judge.result import EvalResult
-from kernelgym.judge.sandbox import process_cpu_seconds
+from kernelgym.judge.proc_cpu import process_cpu_seconds
 from kernelgym.judge.timing import BUSY_LOG_VAR
 from kernelgym.service.bench_mix import MixItem, build_mix
 from kernelgym.service.gpu_utilization import UtilizationSampler

@@ -318,7 +318,7 @@ def test_process_cpu_seconds_reads_proc_and_none_for_a_missing_process():
     import subprocess
     import sys
 
-    from kernelgym.judge.sandbox import process_cpu_seconds
+    from kernelgym.judge.proc_cpu import process_cpu_seconds
 
     assert process_cpu_seconds(os.getpid()) > 0  # this process has imported torch
     assert 0 < process_cpu_seconds(os.getpid(), children=False) <= process_cpu_seconds(os.getpid())
@@ -332,7 +332,7 @@ def test_thread_cpu_seconds_splits_a_process_by_thread_and_names_the_others():
     import threading
     import time
 
-    from kernelgym.judge.sandbox import _other_threads, thread_cpu_seconds
+    from kernelgym.judge.proc_cpu import other_threads, thread_cpu_seconds
 
     burnt, read = threading.Event(), threading.Event()
 
@@ -348,7 +348,7 @@ def test_thread_cpu_seconds_splits_a_process_by_thread_and_names_the_others():
     worker = threading.Thread(target=burn)
     worker.start()
     burnt.wait()
-    others = _other_threads(os.getpid(), before, thread_cpu_seconds(os.getpid()))
+    others = other_threads(os.getpid(), before, thread_cpu_seconds(os.getpid()))
     read.set()
     worker.join()
     assert sum(s for _, s in others) >= 0.1, others  # the worker's CPU, under its OS thread name
