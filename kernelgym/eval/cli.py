@@ -246,7 +246,7 @@ def _report_only(args: argparse.Namespace) -> int:
 
 def _compare(runs: list[Path]) -> int:
     """`--compare A B`: the paired table on stdout."""
-    from kernelgym.eval.compare import markdown, paired
+    from kernelgym.eval.paired import markdown, paired
 
     attempts = []
     for run in runs:

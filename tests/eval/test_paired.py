@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from kernelgym.eval.compare import paired, sign_test
+from kernelgym.eval.paired import paired, sign_test
 from kernelgym.judge.result import Status
 from tests.eval.helpers import attempt
 
