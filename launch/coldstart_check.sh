@@ -12,7 +12,7 @@
 # calls. SmolLM2's GGUF comes in two halves (.carry/smollm2, see launch/smollm2_env.sh): carry one
 # with the corpus stage and the other with the sft stage.
 # MODEL=qwen runs the sft/rl/eval stages with Qwen2.5-Coder-0.5B-Instruct (configs/sft_qwen_coder_h100.yaml;
-# its GGUF crosses as six parts in .carry/qwen, one per call (64 MiB): see docs/COLDSTART.md) instead of SmolLM2.
+# its GGUF crosses as seven parts in .carry/qwen, one per call (64 MiB): see docs/COLDSTART.md) instead of SmolLM2.
 # env: DATA (a merged corpus directory to train and evaluate on), SFT_SECONDS=380 (training per call, leaving
 #      ~150 s of the 10-minute call for start-up and the checkpoint; the next call resumes)
 #      N=1500 DEVICE=cuda JOBS=14 SEED=0 MAX_SECONDS=360 CPU_N= CPU_JOBS=10 CPU_SEED=2 LIMIT=200 SAMPLES=1 MAX_NEW=4096 MODELS="base sft"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 27 on a 4-GPU H100 host (nvidia-h100-x4): LoRA SFT and LoRA RL of Qwen2.5-Coder-0.5B-Instruct, every
 # stage resumable, every result that must outlive the machine sent back in $OUT as parts of <= 16 MiB.
-#   bash launch/rl_check.sh prepare        HERE, once: wheels (.whl/train, .whl/serve), the GGUF's six carry
+#   bash launch/rl_check.sh prepare        HERE, once: wheels (.whl/train, .whl/serve), the GGUF's seven carry
 #                                          parts (.carry/qwen) and .carry/in from parts fetched earlier
 #                                          (SFT_PARTS RL_PARTS TASKS_TGZ CORPORA; KB=a KernelBench checkout and
 #                                          KB_AUDIT=its audit rows from an earlier kbaudit, for the eval)
@@ -55,6 +55,7 @@ sft_config=configs/sft_qwen_coder_lora_h100.yaml; sft_dir=runs/sft_qwen_lora
 full_config=configs/sft_qwen_coder_h100.yaml; full_dir=runs/sft_qwen_full  # the sftfull stage
 rl_config=configs/grpo_qwen_coder_lora_h100x4.yaml; rl_dir=runs/grpo_qwen_lora
 base_model="${BASE_MODEL:-kernelgym:qwen-coder-0.5b}"; accel="${ACCELERATE_CONFIG:-configs/accelerate/single_gpu.yaml}"
+qwen_parts="${QWEN_GGUF_PARTS:-7}"  # carry calls for the GGUF: a part and the tree must stay under 64 MiB
 SERVE_WHEELS=(fastapi==0.165.0 starlette==1.10.0 pydantic==2.14.3 pydantic-core==2.50.4 uvicorn==0.54.0
               annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0 opentelemetry-api==1.45.2)
 
@@ -66,10 +67,14 @@ prepare() {  # here: what the calls carry, then the plan with each call's size
     "${get[@]}" -d .whl/train/ds4 datasets==4.7.0 dill==0.4.0 multiprocess==0.70.18; } || return 1
   [[ -d .whl/serve ]] || "${get[@]}" -d .whl/serve "${SERVE_WHEELS[@]}" || return 1
   local name=Qwen2.5-Coder-0.5B-Instruct.tied.gguf gguf="${KERNELGYM_QWEN_CODER_GGUF:-}"
-  if [[ $base_model == kernelgym:qwen-coder-0.5b ]] && ! compgen -G ".carry/qwen/$name.part5" >/dev/null; then
+  # seven parts: beside a tree of 8.5 MiB a sixth of the GGUF (55.1 MiB) came to 63.6 MiB and the device tool
+  # refused it (its count is stricter than du's); a split of another count is redone
+  if [[ $base_model == kernelgym:qwen-coder-0.5b ]] && { [[ ! -f .carry/qwen/$name.part$((qwen_parts - 1)) ]] ||
+      [[ -f .carry/qwen/$name.part$qwen_parts ]]; }; then
+    rm -f .carry/qwen/"$name".part*
     [[ -f $gguf ]] || { echo "set KERNELGYM_QWEN_CODER_GGUF to the file of python -m train.qwen_coder (docs/COLDSTART.md)"; return 2; }
     mkdir -p .carry/qwen && (cd "$(dirname "$gguf")" && sha256sum "$name") > ".carry/qwen/$name.sha256" &&
-      split -n 6 -d -a 1 "$gguf" ".carry/qwen/$name.part" || return 1
+      split -n "$qwen_parts" -d -a 1 "$gguf" ".carry/qwen/$name.part" || return 1
   fi
   # parts fetched from earlier calls (the files_at folders of their replies): SFT_PARTS, RL_PARTS, TASKS_TGZ
   mkdir -p .carry/in
@@ -102,7 +107,7 @@ prepare() {  # here: what the calls carry, then the plan with each call's size
   # the training wheels ride with .carry/in: beside part 0 they passed the limit once the tree reached 7 MiB
   echo "  .carry/in .whl/serve .whl/train: $(mib .carry/in .whl/serve .whl/train)"
   echo "  .carry/qwen/$name.part0 .carry/qwen/$name.sha256: $(mib .carry/qwen/$name.part0 .carry/qwen/$name.sha256)"
-  local p; for p in 1 2 3 4 5; do echo "  .carry/qwen/$name.part$p: $(mib .carry/qwen/$name.part$p)"; done
+  local p; for ((p = 1; p < qwen_parts; p++)); do echo "  .carry/qwen/$name.part$p: $(mib .carry/qwen/$name.part$p)"; done
 }
 if [[ ${1:-} == prepare ]]; then prepare; exit $?; fi
 
@@ -121,7 +126,7 @@ rc=0
 note() { echo "$*" | tee -a "$logs/rl_check.txt"; }
 
 # --- what this call carried: stashed outside the checkout, restored once complete -----------------------
-gguf_state=$(_carry_gguf "$qwen_gguf" .carry/qwen 6 2>&1); gguf_rc=$?
+gguf_state=$(_carry_gguf "$qwen_gguf" .carry/qwen "$qwen_parts" 2>&1); gguf_rc=$?
 [[ $gguf_rc == 0 ]] && export KERNELGYM_QWEN_CODER_GGUF="$stash/$qwen_gguf" QWEN_GGUF="$stash/$qwen_gguf"
 [[ $base_model == kernelgym:qwen-coder-0.5b ]] || { gguf_rc=0; gguf_state="not needed for $base_model"; }
 if "$PYTHON" -c "import trl, datasets, gguf" 2>/dev/null; then wheels_rc=0; wheels_state="in the image"

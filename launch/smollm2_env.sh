@@ -38,10 +38,10 @@ smollm2_setup() {
   SMOLLM2_GGUF="$stash/$gguf"
 }
 
-# Qwen2.5-Coder-0.5B-Instruct (train/qwen_coder.py writes the file; docs/COLDSTART.md): six parts
+# Qwen2.5-Coder-0.5B-Instruct (train/qwen_coder.py writes the file; docs/COLDSTART.md): seven parts (QWEN_GGUF_PARTS)
 # in .carry/qwen. Sets QWEN_GGUF and KERNELGYM_QWEN_CODER_GGUF.
 qwen_setup() {
-  _carry_gguf "$qwen_gguf" .carry/qwen 6 || return $?
+  _carry_gguf "$qwen_gguf" .carry/qwen "${QWEN_GGUF_PARTS:-7}" || return $?
   _train_wheels || return $?
   export KERNELGYM_QWEN_CODER_GGUF="$stash/$qwen_gguf"
   QWEN_GGUF="$stash/$qwen_gguf"
