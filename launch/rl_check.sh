@@ -16,11 +16,12 @@
 #     serve   the judging service on JUDGE_GPUS (setsid: it outlives the call, warm for the next ones)
 #     rl      LoRA RL from the SFT adapter (configs/grpo_qwen_coder_lora_h100x4.yaml) on TRAIN_GPU, judged by
 #             the service (started if down), RL_SECONDS per call; $OUT/rl_state (parts with the optimizer
-#             state), $OUT/rl_curve.png; the run goes on from the newest checkpoint, here or carried
+#             state), $OUT/rl_curve.png; the run goes on from the newest checkpoint, here or carried.
+#             RL_BASE=sftfull: RL's LoRA on the full SFT model of this machine instead (runs/grpo_qwen_lora_full)
 #     kbaudit KernelBench level 1's degenerate-task audit at full size, one shard per GPU in KBAUDIT_GPUS, in the
 #             background beside the call's other stages (sft or corpus leave GPUs 1-3 idle) for KBAUDIT_SECONDS,
 #             resumed by the next call; the rows go back in logs.tgz (kb_audit.jsonl: carry it with KB_AUDIT)
-#     eval    base, SFT (LoRA; sftfull: the full fine-tuning), and RL policies (adapters merged: train/merge_policy.py) on EVAL_SETS (heldout,
+#     eval    base, SFT (LoRA; sftfull: the full fine-tuning), and RL policies (rl; rlfull: RL_BASE=sftfull's) (adapters merged: train/merge_policy.py) on EVAL_SETS (heldout,
 #             heldout_more: 200 new held-out chains made here, seed HELDOUT_MORE_SEED=21, HELDOUT_MORE_N=200;
 #             heldout_family, kernelbench: level 1, its audit's degenerate tasks left out and listed; train: RL's
 #             own pool, whose pass rates pick RL's tasks: RL_ARGS="--task_pass_rates runs/eval_lora_sft_train
@@ -54,6 +55,17 @@ PYTHON="${PYTHON:-python3}"; export PYTHON  # serve_env.sh starts the service wi
 sft_config=configs/sft_qwen_coder_lora_h100.yaml; sft_dir=runs/sft_qwen_lora
 full_config=configs/sft_qwen_coder_h100.yaml; full_dir=runs/sft_qwen_full  # the sftfull stage
 rl_config=configs/grpo_qwen_coder_lora_h100x4.yaml; rl_dir=runs/grpo_qwen_lora
+# RL_BASE: what RL's LoRA trains on. sft: the base with the LoRA SFT adapter merged (both travel as parts);
+# sftfull: the full SFT model made on this machine (STAGE=sftfull, ~380 s on an H200; 60.0 % correct on the
+# held-out chains against LoRA SFT's 27.0 %, eighteenth session). Its weights cannot leave the machine, so every
+# machine trains it again from the same rows and seed; only the RL adapter travels, and the full model's sha256
+# travels with it (a re-trained base that differs is said, not refused).
+rl_base="${RL_BASE:-sft}"; full_rl_dir=runs/grpo_qwen_lora_full  # evaluated as MODELS=rlfull
+case $rl_base in
+  sft) ;;
+  sftfull) rl_dir=$full_rl_dir ;;
+  *) echo "RL_BASE is sft or sftfull, not $rl_base"; exit 2 ;;
+esac
 base_model="${BASE_MODEL:-kernelgym:qwen-coder-0.5b}"; accel="${ACCELERATE_CONFIG:-configs/accelerate/single_gpu.yaml}"
 qwen_parts="${QWEN_GGUF_PARTS:-7}"  # carry calls for the GGUF: a part and the tree must stay under 64 MiB
 SERVE_WHEELS=(fastapi==0.165.0 starlette==1.10.0 pydantic==2.14.3 pydantic-core==2.50.4 uvicorn==0.54.0
@@ -279,6 +291,9 @@ kb_audit_wait() {  # the shards' rows merged into $stash, one per task
     "($(grep -c '"verdict": "degenerate"' "$stash/kb_audit/done.jsonl") degenerate); rows in logs.tgz: kb_audit.jsonl"
 }
 
+base_model_sum() {  # the full SFT model's identity: its weights' files, in order
+  cat "$full_dir"/model*.safetensors 2>/dev/null | sha256sum | cut -d" " -f1
+}
 sft_trained() {  # DIR: a finished SFT there (an adapter, or a full model), not a checkpoint in progress
   [[ -f $1/adapter_model.safetensors || ( -f $1/config.json && -n $(ls "$1"/model*.safetensors 2>/dev/null) ) ]]
 }
@@ -333,7 +348,20 @@ if want serve || want rl; then start_service || rc=1; fi
 
 if want rl; then
   need_model rl || exit 3
-  [[ -f $sft_dir/adapter_model.safetensors ]] || { note "no SFT adapter: STAGE=sft here, or carry .carry/in/sft_adapter"; exit 3; }
+  if [[ $rl_base == sftfull ]]; then
+    sft_trained "$full_dir" || { note "RL_BASE=sftfull: no full SFT model here (STAGE=sftfull first, on every machine)"; exit 3; }
+    policy=(--model_name_or_path "$full_dir" --base_adapter "")
+    base_sum=$(base_model_sum); mkdir -p "$rl_dir"
+    began=$(cat "$rl_dir/base_model.sha256" 2>/dev/null || cat "$(newest_checkpoint "$rl_dir")/base_model.sha256" 2>/dev/null)
+    if [[ -n $began && $began != "$base_sum" ]]; then
+      note "rl: the full SFT model here (sha256 ${base_sum:0:12}…) is not the one this run began on (${began:0:12}…): a re-trained base; the RL adapter goes on from it"
+    fi
+    [[ -n $began ]] || began=$base_sum
+    echo "$began" > "$rl_dir/base_model.sha256"
+  else
+    [[ -f $sft_dir/adapter_model.safetensors ]] || { note "no SFT adapter: STAGE=sft here, or carry .carry/in/sft_adapter"; exit 3; }
+    policy=(--model_name_or_path "$base_model" --base_adapter "$sft_dir")
+  fi
   [[ -d runs/coldstart/tasks ]] || { note "no tasks: carry .carry/in/tasks.tgz (from the sft stage)"; exit 3; }
   start=$SECONDS
   # TRAIN_GPU="0,1": DDP over those GPUs (issue 28). Every rank draws its own prompts, so a step has n times the
@@ -350,7 +378,7 @@ if want rl; then
     note "rl: DDP over $n_train processes (GPUs $train_gpu)"
   fi
   CUDA_VISIBLE_DEVICES=$train_gpu timeout -k 10 "$(hard_limit)" "${rl_launch[@]}" \
-    train/grpo.py --config "$rl_config" --model_name_or_path "$base_model" --judge_url "$judge_url" --output_dir "$rl_dir" --base_adapter "$sft_dir" \
+    train/grpo.py --config "$rl_config" "${policy[@]}" --judge_url "$judge_url" --output_dir "$rl_dir" \
     --max_seconds "$(train_seconds "${RL_SECONDS:-330}")" --resume_from_checkpoint auto ${RL_ARGS:-} > "$logs/rl.log" 2>&1
   code=$(launcher_code $? "$logs/rl.log")
   note "rl: exit $code after $((SECONDS - start)) s; $(grep -m1 -o 'resuming from .*' "$logs/rl.log" || echo 'a new run')"
@@ -361,6 +389,7 @@ if want rl; then
   esac
   ckpt=$(newest_checkpoint "$rl_dir")
   if [[ -n $ckpt ]]; then
+    [[ -f $rl_dir/base_model.sha256 ]] && cp "$rl_dir/base_model.sha256" "$ckpt/"  # travels with the parts
     "$PYTHON" -m train.adapter_parts split "$ckpt" --out "$out/rl_state" | tee -a "$logs/rl_check.txt" || rc=1
     cp "$ckpt/trainer_state.json" "$logs/rl.trainer_state.json"
     "$PYTHON" -m train.plot_curve "$logs/rl.trainer_state.json" --out "$logs/rl_curve.png" \
@@ -385,16 +414,23 @@ if want eval; then
       || note "eval: heldout_more not generated ($(tail -1 "$logs/heldout_more.log"))"
   fi
   for name in ${MODELS:-base sft rl}; do
+    merge_base=""
     case $name in
       base) model=$base_model; [[ -n ${QWEN_GGUF:-} ]] && model="gguf:$QWEN_GGUF" ;;
       sft) model=runs/policy_sft; adapters=(--adapter "$sft_dir") ;;
       sftfull) model=$full_dir  # a full model: nothing to merge
                sft_trained "$model" || { note "eval: no full SFT model here (STAGE=sftfull first)"; rc=3; continue; } ;;
       rl) model=runs/policy_rl_$(basename "$rl_adapter"); adapters=(--adapter "$sft_dir" --adapter "$rl_adapter") ;;
-      *) note "MODELS: base, sft, sftfull or rl, not $name"; rc=2; continue ;;
+      rlfull)  # RL_BASE=sftfull's adapter on the full SFT model of this machine
+        sft_trained "$full_dir" || { note "eval: rlfull needs the full SFT model here (STAGE=sftfull first)"; rc=3; continue; }
+        a=$full_rl_dir; [[ -f $a/adapter_model.safetensors ]] || a=$(newest_checkpoint "$full_rl_dir")
+        [[ -n $a ]] || { note "eval: no RL_BASE=sftfull run here ($full_rl_dir)"; rc=3; continue; }
+        model=runs/policy_rlfull_$(basename "$a"); adapters=(--adapter "$a"); merge_base=$full_dir ;;
+      *) note "MODELS: base, sft, sftfull, rl or rlfull, not $name"; rc=2; continue ;;
     esac
-    if [[ $name != base && $name != sftfull && ! -f $model/config.json ]]; then
-      "$PYTHON" -m train.merge_policy --model "$base_model" "${adapters[@]}" --out "$model" \
+    # merged once per adapter: again when the adapter is newer (a run's final adapter sits at the top of its directory)
+    if [[ $name != base && $name != sftfull && ( ! -f $model/config.json || ${adapters[-1]}/adapter_model.safetensors -nt $model/config.json ) ]]; then
+      "$PYTHON" -m train.merge_policy --model "${merge_base:-$base_model}" "${adapters[@]}" --out "$model" \
         >> "$logs/merge_$name.log" 2>&1 || { rc=1; continue; }
     fi
     ( for set in ${EVAL_SETS:-heldout heldout_family kernelbench}; do  # one model's sets, one after another, on its GPU
@@ -449,10 +485,13 @@ kb_audit_wait
   elif c=$(newest_checkpoint "$full_dir"); [[ -n $c ]]; then echo "sftfull: in progress, $(basename "$c")"; fi
   c=$(newest_checkpoint "$rl_dir")
   if [[ -n $c ]]; then
-    echo "rl: $(basename "$c") of max_steps $(grep -m1 -E '^max_steps:' "$rl_config" | awk '{print $2}') (override in RL_ARGS)"
+    echo "rl${rl_base/#sft/}: $(basename "$c") of max_steps $(grep -m1 -E '^max_steps:' "$rl_config" | awk '{print $2}') (override in RL_ARGS; RL_BASE=$rl_base)"
   else echo "rl: none"; fi
   echo -n "next: "
   if [[ $gguf_rc != 0 ]]; then echo "carry the missing GGUF part(s) above (STAGE=corpus while no SFT exists, else STAGE=carry)"
+  elif [[ $rl_base == sftfull && -n $(ls "$out/rl_state" 2>/dev/null) ]]; then
+    echo "fetch rl_state/ (RL's adapter on the full SFT model), then RL_BASE=sftfull STAGE=rl again (or STAGE=eval MODELS=\"sftfull rlfull\")"
+  elif [[ $rl_base == sftfull ]] && sft_trained "$full_dir"; then echo "RL_BASE=sftfull STAGE=rl, or STAGE=eval MODELS=\"sftfull rlfull\""
   elif [[ ! -f $sft_dir/adapter_model.safetensors ]] && sft_trained "$full_dir"; then
     echo "STAGE=eval MODELS=sftfull (the full SFT model is evaluated here), or STAGE=sft for the LoRA adapter"
   elif [[ ! -f $sft_dir/adapter_model.safetensors ]]; then echo "STAGE=sft (resumes); then fetch sft_adapter/ and tasks.tgz"

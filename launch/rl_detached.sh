@@ -15,7 +15,8 @@
 #                                        FOLLOW_SFT=1 adds sft_adapter/ and tasks.tgz once SFT is done (what a later
 #                                        machine needs to go on with RL: SFT_PARTS, TASKS_TGZ of rl_check.sh prepare)
 #   bash launch/rl_detached.sh start follow   both, in one call
-# env: DETACHED_SFT_STAGE=sft (sftfull: full fine-tuning instead of LoRA, evaluated on the machine, no RL after it)
+# env: DETACHED_SFT_STAGE=sft (sftfull: full fine-tuning instead of LoRA, evaluated on the machine; RL after it
+#      trains its LoRA on that full model: rl_check.sh's RL_BASE=sftfull, runs/grpo_qwen_lora_full, MODELS=rlfull)
 #      DETACHED_SFT_SECONDS=900 DETACHED_RL_SECONDS=1500 (each stage's training time; a stage that has finished
 #      is not run again; DETACHED_RL_SECONDS=0: no RL, the run ends when the SFT's eval does), SFT_ARGS RL_ARGS and the rest of rl_check.sh's, FOLLOW_SECONDS=540 (timeout_s 600);
 #      DETACHED_EVAL_GPU=3: once SFT is done, rl_check.sh's eval of the SFT policy on that GPU beside RL
@@ -32,6 +33,9 @@ work="${KG_RL_WORK:-/tmp/kg_rl}"; logs="$work/logs"; mkdir -p "$logs"
 pidfile="$work/detached.pid"; rcfile="$work/detached.rc"
 PYTHON="${PYTHON:-python3}"
 rl_dir=runs/grpo_qwen_lora
+# RL on the full SFT model (DETACHED_SFT_STAGE=sftfull, or RL_BASE=sftfull given for a follow) has its own run
+[[ ${DETACHED_SFT_STAGE:-} == sftfull ]] && export RL_BASE=sftfull
+[[ ${RL_BASE:-sft} == sftfull ]] && rl_dir=runs/grpo_qwen_lora_full
 alive() { [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 say() { echo "$*" | tee -a "$logs/rl_detached.txt"; }
 
@@ -49,12 +53,12 @@ start() {
     CALL_SECONDS=$((sft_s + 200)) SFT_SECONDS=$sft_s STAGE=$sft_stage bash launch/rl_check.sh; sft=\$?
     echo \"$sft_stage stage: exit \$sft\"; rl=skipped
     if [[ -f runs/sft_qwen_lora/adapter_model.safetensors || ( $sft_stage == sftfull && -f runs/sft_qwen_full/config.json ) ]]; then
-      # SFT done (now or earlier): its eval, then RL from it (RL starts from the LoRA adapter only)
+      # SFT done (now or earlier): its eval, then RL from it (after sftfull, RL trains its LoRA on the full model)
       if [[ -n '${DETACHED_EVAL_GPU:-}' ]]; then  # the SFT policy's eval beside RL, on a GPU the service leaves
         KEEP_SERVICE=1 EVAL_GPUS='${DETACHED_EVAL_GPU:-}' MODELS='${DETACHED_EVAL_MODELS:-sft}' EVAL_SETS='${DETACHED_EVAL_SETS:-kernelbench}' \
           CALL_SECONDS=${DETACHED_EVAL_SECONDS:-900} STAGE=eval bash launch/rl_check.sh > '$logs/detached_eval.log' 2>&1 &
       fi
-      if (( $rl_s > 0 )) && [[ $sft_stage == sft ]]; then
+      if (( $rl_s > 0 )); then  # after sftfull: RL_BASE=sftfull (exported above)
         CALL_SECONDS=$((rl_s + 200)) RL_SECONDS=$rl_s STAGE=rl bash launch/rl_check.sh; rl=\$?
       else  # DETACHED_RL_SECONDS=0: SFT and its evals only (a 1-GPU machine); the run lives until the eval ends
         rl=off; wait
@@ -84,8 +88,9 @@ follow() {
   if [[ -n $c ]]; then
     cp "$c/trainer_state.json" "$logs/rl.trainer_state.json"
     "$PYTHON" -m train.plot_curve "$c/trainer_state.json" --out "$logs/rl_curve.png" \
-      --title "LoRA TRLOO from LoRA SFT (Qwen2.5-Coder-0.5B)" >> "$logs/rl_detached.txt" 2>&1 && cp "$logs/rl_curve.png" "$out/"
+      --title "LoRA TRLOO from $([[ ${RL_BASE:-sft} == sftfull ]] && echo full || echo LoRA) SFT (Qwen2.5-Coder-0.5B)" >> "$logs/rl_detached.txt" 2>&1 && cp "$logs/rl_curve.png" "$out/"
     if [[ ${FOLLOW_PARTS:-0} == 1 ]]; then
+      [[ -f $rl_dir/base_model.sha256 ]] && cp "$rl_dir/base_model.sha256" "$c/"  # the full SFT model it began on
       "$PYTHON" -m train.adapter_parts split "$c" --out "$out/rl_state" >> "$logs/rl_detached.txt" 2>&1 \
         || say "follow: $(basename "$c") not split: $(tail -1 "$logs/rl_detached.txt")"
     fi

@@ -31,7 +31,9 @@ MANIFEST = "manifest.json"
 MIB = 1 << 20
 MAX_PART_BYTES = 16 * MIB  # the largest file a device call returns
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
-RESUME_PATTERNS = ("trainer_state.json", "scheduler.pt", "scaler.pt", "rng_state.pth", "rng_state_*.pth")
+# base_model.sha256: the full SFT model an RL adapter was trained on (launch/rl_check.sh RL_BASE=sftfull)
+RESUME_PATTERNS = ("trainer_state.json", "scheduler.pt", "scaler.pt", "rng_state.pth", "rng_state_*.pth",
+                   "base_model.sha256")
 OPTIMIZER_FILE = "optimizer.pt"
 CAST_DTYPES = ("bfloat16", "float16")
 _BLOCK = 1 << 22

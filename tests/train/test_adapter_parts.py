@@ -63,6 +63,16 @@ def test_split_and_join_restore_the_checkpoint_byte_for_byte(checkpoint, tmp_pat
     assert join(tmp_path / "parts", tmp_path / "other" / "run") == dest  # again: already there, same files
 
 
+def test_the_full_sft_base_an_rl_adapter_began_on_travels_with_it(checkpoint, tmp_path):
+    # launch/rl_check.sh RL_BASE=sftfull: the full SFT model is trained again on every machine; its sha256 goes with
+    # the RL checkpoint so that the next machine can say when its re-trained base differs
+    (checkpoint / "base_model.sha256").write_text("ba10002e487afb7b\n")
+    manifest = split(checkpoint, tmp_path / "parts")
+    assert "base_model.sha256" in {f.name for f in manifest.files}
+    dest = join(tmp_path / "parts", tmp_path / "next_machine" / "run")
+    assert (dest / "base_model.sha256").read_text() == "ba10002e487afb7b\n"
+
+
 def test_missing_corrupt_and_foreign_parts_are_named(checkpoint, tmp_path):
     parts = tmp_path / "parts"
     manifest = split(checkpoint, parts, part_bytes=4096)

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 STAND_IN = """#!/usr/bin/env bash
 # records the stage it was asked for; the sft stage leaves an adapter as a finished SFT does
-echo "$STAGE rl_seconds=${RL_SECONDS:-} eval_gpus=${EVAL_GPUS:-} models=${MODELS:-}" >> "$CALLS"
+echo "$STAGE rl_seconds=${RL_SECONDS:-} eval_gpus=${EVAL_GPUS:-} models=${MODELS:-} rl_base=${RL_BASE:-}" >> "$CALLS"
 if [[ $STAGE == sft ]]; then mkdir -p runs/sft_qwen_lora && touch runs/sft_qwen_lora/adapter_model.safetensors; fi
 if [[ $STAGE == sftfull ]]; then mkdir -p runs/sft_qwen_full && touch runs/sft_qwen_full/config.json; fi
 if [[ $STAGE == eval ]]; then sleep 1; echo "eval done" >> "$CALLS"; fi
@@ -60,15 +60,29 @@ def test_no_rl_runs_sft_and_waits_for_its_eval(tmp_path):
     assert lines[-1] == "sft 0 rl off"
 
 
-def test_full_sft_is_evaluated_on_the_machine_and_never_followed_by_rl(tmp_path):
-    # issue 27's LoRA-against-full comparison: the full model's weights cannot leave the machine, and RL starts
-    # from a LoRA adapter only, so asking for RL after it runs the eval alone
+def test_full_sft_is_evaluated_on_the_machine_and_rl_trains_on_it(tmp_path):
+    # the full model's weights cannot leave the machine: its eval runs there, and RL after it trains its LoRA on
+    # that model (RL_BASE=sftfull: rl_check.sh's own run directory and MODELS=rlfull)
     lines = run_start(tmp_path, DETACHED_SFT_STAGE="sftfull", DETACHED_EVAL_GPU="0", DETACHED_RL_SECONDS="600",
                       DETACHED_EVAL_MODELS="sftfull")
     stages = [line.split()[0] for line in lines[:-1]]
+    assert stages[0] == "sftfull" and "rl" in stages and "eval" in stages
+    assert any(line.startswith("rl rl_seconds=600") and line.endswith("rl_base=sftfull") for line in lines)
+    assert any(line.startswith("eval ") and "models=sftfull" in line for line in lines)
+    assert lines[-1] == "sft 0 rl 0"
+
+
+def test_full_sft_without_rl_waits_for_its_eval(tmp_path):
+    lines = run_start(tmp_path, DETACHED_SFT_STAGE="sftfull", DETACHED_EVAL_GPU="0", DETACHED_RL_SECONDS="0",
+                      DETACHED_EVAL_MODELS="sftfull")
+    stages = [line.split()[0] for line in lines[:-1]]
     assert stages == ["sftfull", "eval", "eval"]
-    assert "models=sftfull" in lines[1]
     assert lines[-1] == "sft 0 rl off"
+
+
+def test_lora_sft_leaves_rl_on_the_lora_adapter(tmp_path):
+    lines = run_start(tmp_path, DETACHED_RL_SECONDS="600")
+    assert any(line.startswith("rl rl_seconds=600") and line.endswith("rl_base=") for line in lines)
 
 
 def test_an_unknown_sft_stage_is_refused_before_anything_starts(tmp_path):
