@@ -13,6 +13,10 @@
 # BENCH_DEVICE=cpu: a smoke test of this script on a CPU (interpreter).
 # Each run also samples the host CPU of every kernelgym process by thread name (launch/thread_sampler.py: main
 # threads apart from CUDA's, torch's and the driver's own), printed after the table.
+# PROFILE_RUNS="16x1": those runs also get launch/stack_sampler.py: PROFILE_AFTER_S (25) into the run, the
+# PROFILE_TOP (4) busiest kernelgym processes sampled by py-spy with native frames for PROFILE_FOR_S (15) s (py-spy
+# pauses them per sample: the run's rate is not the judge's). py-spy: PY_SPY=path, or its wheel carried in .whl/prof
+# (here, once: pip download --no-deps py-spy==0.4.3 -d .whl/prof; 2.9 MiB).
 # Results: $OUT/throughput.txt (the table, CPU by thread, the phase medians), $OUT/throughput.tgz (reports and logs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +41,12 @@ cuda.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active))
 print(f"primary context: flags {flags.value} (scheduling {flags.value & 7}), active {active.value}")
 PY
 } > "$work/machine.txt" 2>&1
+pyspy="${PY_SPY:-}"
+if [[ -z $pyspy && -n ${PROFILE_RUNS:-} ]] && compgen -G ".whl/prof/py_spy-*.whl" > /dev/null; then
+  "$py" -m zipfile -e .whl/prof/py_spy-*.whl "$work/pyspy" && pyspy=$(find "$work/pyspy" -name py-spy -type f | head -1)
+  [[ -n $pyspy ]] && chmod +x "$pyspy"
+fi
+[[ -n ${PROFILE_RUNS:-} && -z $pyspy ]] && echo "PROFILE_RUNS: no py-spy (PY_SPY, or carry .whl/prof): no stacks" >> "$work/runs.txt"
 rc=0; i=0
 for run in ${RUNS:-8x1 16x1 8x2}; do
   i=$((i + 1))  # a run may repeat (interleaved before/after): each keeps its own report
@@ -47,11 +57,17 @@ for run in ${RUNS:-8x1 16x1 8x2}; do
   if ((lim < 45)); then echo "$run: skipped, ${left} s left of DEADLINE_S=$deadline" >> "$work/runs.txt"; continue; fi
   t0=$SECONDS
   "$py" launch/thread_sampler.py "$work/threads_${i}_${run}.txt" "$lim" 2 > /dev/null & sampler=$!  # CPU by thread name
+  stacks=""
+  if [[ -n $pyspy && " ${PROFILE_RUNS:-} " == *" $run "* ]]; then  # where the busiest processes spend it, by stack
+    "$py" launch/stack_sampler.py "$work/stacks_${i}_${run}.txt" --py-spy "$pyspy" --after "${PROFILE_AFTER_S:-25}" \
+      --for "${PROFILE_FOR_S:-15}" --top "${PROFILE_TOP:-4}" > "$work/stacks_${i}_${run}.log" 2>&1 & stacks=$!
+  fi
   KERNELGYM_CANDIDATE_THREADS=$threads KERNELGYM_CUDA_SYNC=$sync TRITON_CACHE_DIR="$(mktemp -d)" timeout -k 10 "$lim" "$py" -m kernelgym.cli bench service --device "${BENCH_DEVICE:-cuda}" --no-baseline \
     --repeats 0 --no-compile-baseline --timeout 30 --n "${N:-48}" --jobs "$jobs" --workers-per-device "$workers" \
     ${BENCH_FLAGS:-} --json-out "$work/bench_${i}_${run}.json" > "$work/bench_${i}_${run}.log" 2>&1
   code=$?; ((code)) && rc=1
   kill -TERM "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+  [[ -n $stacks ]] && { wait "$stacks" || echo "$run: stack sampler failed: $(tail -1 "$work/stacks_${i}_${run}.log")" >> "$work/runs.txt"; }
   echo "$run: exit $code after $((SECONDS - t0)) s" >> "$work/runs.txt"
 done
 "$py" - "$work" > "$out/throughput.txt" 2>&1 <<'EOF'
@@ -79,6 +95,8 @@ for path in sorted(work.glob("bench_*.json"), key=lambda p: p.stat().st_mtime):
                 phases.append((run, kind, med))
 for path in sorted(work.glob("threads_*.txt"), key=lambda p: p.stat().st_mtime):
     print(f"\nhost CPU by thread, run {path.stem.removeprefix('threads_').split('_', 1)[1]}: " + path.read_text())
+for path in sorted(work.glob("stacks_*.txt"), key=lambda p: p.stat().st_mtime):
+    print(f"\nstacks, run {path.stem.removeprefix('stacks_').split('_', 1)[1]}: " + path.read_text())
 print("\nmedian seconds per phase (wall), and the trusted thread's CPU (cpu_judge*), by run and answer kind")
 for run, kind, med in phases:
     wall = {k: v for k, v in med.items() if not k.startswith("cpu_")}

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from kernelgym.judge.proc_cpu import thread_cpu_seconds  # noqa: E402
 
 
-def _ours() -> list[int]:
+def kernelgym_pids() -> list[int]:
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -36,7 +36,7 @@ def _ours() -> list[int]:
 
 def sample() -> dict[tuple[int, int], tuple[str, float]]:
     """(pid, tid) -> (thread name, CPU-seconds so far) for every thread of our processes."""
-    return {(pid, tid): reading for pid in _ours() for tid, reading in thread_cpu_seconds(pid).items()}
+    return {(pid, tid): reading for pid in kernelgym_pids() for tid, reading in thread_cpu_seconds(pid).items()}
 
 
 def main() -> None:
