@@ -172,3 +172,28 @@ def test_a_busy_child_dies_when_its_client_and_server_are_killed_together(tmp_pa
         client.wait()
         if child_pid and _state(child_pid) not in ("Z", "gone"):
             os.kill(child_pid, signal.SIGKILL)  # a failed run leaves no endless loop behind
+
+
+FROZEN = """
+import gc, os
+from kernelgym.judge.forkserver import _freeze_heap, _preload
+_preload()
+_freeze_heap()
+r, w = os.pipe()
+if os.fork() == 0:  # a candidate: the collector walks only what the child itself makes
+    os.write(w, f"{gc.get_freeze_count()} {len(gc.get_objects())}".encode())
+    os._exit(0)
+os.wait()
+print(os.read(r, 100).decode())
+"""
+
+
+def test_a_forked_child_s_collector_skips_the_preloaded_heap():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FROZEN], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 0, done.stderr[-2000:]
+    frozen, tracked = map(int, done.stdout.split()[-2:])
+    assert frozen > 100_000 and tracked < frozen / 10, done.stdout
