@@ -139,9 +139,9 @@ class _LaunchMemory:
     Every storage the launch was given is copied at its first store; a byte map per storage marks what any
     program stored since. A plain load of an address another program stored reads the copy, unless the store
     happens before the load: on a GPU no order between the two programs exists otherwise. The order is the
-    memory model's, coarsened to storages: an atomic with release semantics (the default acq_rel) on a storage
+    memory model's, per address: an atomic with release semantics (the default acq_rel) at an address
     publishes every store its program made or acquired so far (per program, a store sequence watermark); an
-    atomic with acquire semantics on that storage (a lock's compare-and-swap,
+    atomic with acquire semantics at that address (a lock's compare-and-swap,
     a last-block counter's add, an atomic load or poll) makes what was published there visible to its program.
     Atomics themselves act on live memory."""
 
@@ -157,7 +157,9 @@ class _LaunchMemory:
         self.me = 0  # the running program (its place in the run)
         self.seq = 0  # stores so far, over the launch
         self.seen: np.ndarray | None = None  # per program: its stores up to this seq are visible (None: none)
-        self.published: dict[int, np.ndarray] = {}  # storage of an atomic -> `seen` released there
+        self.published: dict[int, np.ndarray] = {}  # region base -> per byte the id of what was released there
+        self.vectors: list[Any] = []  # release id -> (programs, watermarks) released, None once no byte names it
+        self.refs: list[int] = []  # release id -> bytes naming it
         self.live = False  # the load running now is atomic: live memory
         self.barrier = 0  # the running program's stores up to this seq are visible to all its lanes
         self.shapes: dict[tuple[int, ...], int] = {}  # a block shape -> its id (the lanes' layout follows it)
@@ -191,27 +193,63 @@ class _LaunchMemory:
     def _shape_id(self, shape: tuple[int, ...]) -> int:
         return self.shapes.setdefault(tuple(shape), len(self.shapes))
 
-    def _keys(self, ptrs: np.ndarray, mask: Any) -> list[int]:
-        # synchronisation is tracked per storage, not per address: cheap for an atomic_add into a whole tile
+    def _released_bytes(self, ptrs: np.ndarray, mask: Any, size: int) -> list[tuple[list[Any], np.ndarray]]:
+        """(region, byte offsets in it) of every byte of the `size`-byte elements an atomic acts on."""
         addrs = _addresses(ptrs, mask)
-        keys = []
+        found = []
         for region in self.regions:
-            if addrs.size and np.any((addrs >= region[0]) & (addrs < region[1])):
-                keys.append(region[0])
-        return keys
+            inside = addrs[(addrs >= region[0]) & (addrs < region[1])] if addrs.size else addrs
+            if inside.size:
+                off = (inside - np.uint64(region[0])).astype(np.int64)
+                off = np.unique((off[:, None] + np.arange(max(1, size))[None, :]).ravel())
+                found.append((region, off[off < region[1] - region[0]]))
+        return found
 
-    def acquire(self, ptrs: np.ndarray, mask: Any = None) -> None:
-        for key in self._keys(ptrs, mask):
-            got = self.published.get(key)
-            if got is not None:
-                self.seen = got.copy() if self.seen is None else np.maximum(self.seen, got)
+    def acquire(self, ptrs: np.ndarray, mask: Any = None, size: int = 1) -> None:
+        # per address, not per storage: two programs' atomics on different elements of one buffer pair no release
+        # with an acquire on a GPU (red-team s18: a flag per program around a plain read-modify-write)
+        for region, off in self._released_bytes(ptrs, mask, size):
+            ids = self.published.get(region[0])
+            if ids is None:
+                continue
+            for i in np.unique(ids[off]).tolist():
+                if i < 0:
+                    continue
+                progs, seqs = self.vectors[i]
+                if self.seen is None:
+                    self.seen = np.full(self.programs, -1, np.int64)
+                np.maximum.at(self.seen, progs, seqs)
 
-    def release(self, ptrs: np.ndarray, mask: Any = None) -> None:
-        mine = np.full(self.programs, -1, np.int64) if self.seen is None else self.seen.copy()
-        mine[self.me] = self.seq
-        for key in self._keys(ptrs, mask):
-            old = self.published.get(key)
-            self.published[key] = mine if old is None else np.maximum(old, mine)
+    def release(self, ptrs: np.ndarray, mask: Any = None, size: int = 1) -> None:
+        # what is published at a byte: the (program, watermark) pairs of every release there, held sparse (a program
+        # that acquired nothing releases one pair), with a release id per byte and a count of the bytes naming it
+        if self.seen is None:
+            progs, seqs = np.array([self.me]), np.array([self.seq], np.int64)
+        else:
+            progs = np.nonzero(self.seen >= 0)[0]
+            seqs = self.seen[progs]
+            progs, seqs = np.append(progs, self.me), np.append(seqs, self.seq)
+        for region, off in self._released_bytes(ptrs, mask, size):
+            ids = self.published.get(region[0])
+            if ids is None:
+                ids = self.published[region[0]] = np.full(region[1] - region[0], -1, np.int32)
+            old, counts = np.unique(ids[off], return_counts=True)
+            parts_p, parts_s = [progs], [seqs]
+            for i, n in zip(old.tolist(), counts.tolist()):
+                if i < 0:
+                    continue
+                parts_p.append(self.vectors[i][0])
+                parts_s.append(self.vectors[i][1])
+                self.refs[i] -= n
+                if self.refs[i] == 0:
+                    self.vectors[i] = None  # no byte names it any more
+            allp, alls = np.concatenate(parts_p), np.concatenate(parts_s)
+            keep, at = np.unique(allp, return_inverse=True)
+            merged = np.full(keep.size, -1, np.int64)
+            np.maximum.at(merged, at, alls)
+            ids[off] = len(self.vectors)
+            self.vectors.append((keep, merged))
+            self.refs.append(int(off.size))
 
     def note_store(self, ptrs: np.ndarray, mask: np.ndarray, size: int) -> None:
         ptrs = np.asarray(ptrs)
@@ -417,15 +455,16 @@ def _launch_memory(builder: Any) -> None:
             ptrs = getattr(args[ptr_at], "data", None)
             mask = getattr(args[mask_at], "data", None) if mask_at is not None and len(args) > mask_at else None
             acquires, releases = _semantics(args[sem_at] if len(args) > sem_at else kwargs.get("sem"))
+            size = _element_bytes(args[ptr_at], None)
             if releases and isinstance(ptrs, np.ndarray):
-                memory.release(ptrs, mask)
+                memory.release(ptrs, mask, size)
             memory.live = True  # an atomic reads live memory
             try:
                 result = original(self, *args, **kwargs)
             finally:
                 memory.live = False
             if acquires and isinstance(ptrs, np.ndarray):
-                memory.acquire(ptrs, mask)
+                memory.acquire(ptrs, mask, size)
             # A scalar atomic runs on one lane and Triton broadcasts its result to the others through a barrier
             # (the last-block reduction's counter): what the program stored before is visible to all its lanes.
             # A block atomic is one per lane and orders nothing between lanes.

@@ -250,6 +250,25 @@ def test_a_lock_no_program_waits_for_orders_nothing():
     assert out.item() == 16.0
 
 
+@triton.jit
+def merge_between_own_flag_atomics(x_ptr, out_ptr, flags_ptr, BLOCK: tl.constexpr):
+    # racy on a GPU: each program's atomics act on its own flag, so no acquire reads any other program's release
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    tl.atomic_add(flags_ptr + pid, 1)
+    tl.store(out_ptr, tl.load(out_ptr) + part)
+    tl.atomic_add(flags_ptr + pid, 0)
+
+
+def test_atomics_on_other_elements_of_one_buffer_order_nothing():
+    # release/acquire pair per address, not per storage (red-team s18): keyed by storage, each program's first
+    # atomic acquired what every earlier one released in the flags buffer and the merge was exact (128)
+    x = torch.ones(8 * 16)
+    out, flags = torch.zeros(1), torch.zeros(8, dtype=torch.int32)
+    merge_between_own_flag_atomics[(8,)](x, out, flags, BLOCK=16)
+    assert out.item() == 16.0 and flags.tolist() == [1] * 8
+
+
 @pytest.mark.xfail(strict=True, reason="open: one program after another, each acquire sees the previous program's "
                    "release, so an acquire/release chain nothing waits for orders the race (red-team s16)")
 def test_an_unwaited_acquire_release_chain_orders_nothing():
