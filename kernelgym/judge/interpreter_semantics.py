@@ -447,7 +447,8 @@ def _launch_memory(builder: Any) -> None:
                     args = (mask, *args[1:])
         return store(self, ptrs, value, *args, **kwargs)
 
-    def ordering(original: Callable[..., Any], ptr_at: int, mask_at: int | None, sem_at: int) -> Callable[..., Any]:
+    def ordering(original: Callable[..., Any], ptr_at: int, mask_at: int | None, sem_at: int,
+                 lanes: tuple[int, ...] = ()) -> Callable[..., Any]:
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             memory = _MEMORY[0]
             if memory is None:
@@ -459,10 +460,14 @@ def _launch_memory(builder: Any) -> None:
             if releases and isinstance(ptrs, np.ndarray):
                 memory.release(ptrs, mask, size)
             memory.live = True  # an atomic reads live memory
+            args, back = _lane_order(memory, args, lanes, mask_at)
             try:
                 result = original(self, *args, **kwargs)
             finally:
                 memory.live = False
+            if back is not None and isinstance(getattr(result, "data", None), np.ndarray):
+                result = type(result)(np.ascontiguousarray(result.data.reshape(-1)[back].reshape(result.data.shape)),
+                                      result.dtype)
             if acquires and isinstance(ptrs, np.ndarray):
                 memory.acquire(ptrs, mask, size)
             # A scalar atomic runs on one lane and Triton broadcasts its result to the others through a barrier
@@ -490,12 +495,40 @@ def _launch_memory(builder: Any) -> None:
         fn._kernelgym_memory = True  # type: ignore[attr-defined]
         fn.__name__ = name
         setattr(builder, name, fn)
-    # (name, index of ptr, of mask, of sem) in the builder's arguments after self
-    for name, ptr_at, mask_at, sem_at in (("create_atomic_cas", 0, None, 3), ("create_atomic_load", 0, 1, 2),
-                                          ("create_atomic_store", 0, 2, 3), ("create_atomic_poll", 0, None, 3),
-                                          ("create_atomic_rmw", 1, 3, 4)):
+    # (name, index of ptr, of mask, of sem, of the per-lane operands) in the builder's arguments after self
+    for name, ptr_at, mask_at, sem_at, lanes in (("create_atomic_cas", 0, None, 3, (0, 1, 2)),
+                                                 ("create_atomic_load", 0, 1, 2, ()),
+                                                 ("create_atomic_store", 0, 2, 3, (0, 1, 2)),
+                                                 ("create_atomic_poll", 0, None, 3, ()),
+                                                 ("create_atomic_rmw", 1, 3, 4, (1, 2, 3))):
         if hasattr(builder, name):
-            setattr(builder, name, ordering(getattr(builder, name), ptr_at, mask_at, sem_at))
+            setattr(builder, name, ordering(getattr(builder, name), ptr_at, mask_at, sem_at, lanes))
+
+
+def _lane_order(memory: _LaunchMemory, args: tuple, lanes: tuple[int, ...], mask_at: int | None) -> tuple[tuple, Any]:
+    """A block atomic's arguments with its lanes in a random order, and the order back for its result, when two of
+    its active lanes act on one address; else unchanged and None. The interpreter applies a block atomic's lanes in
+    row-major order, so the last lane's `atomic_xchg` stayed at an address many lanes exchanged into; on a GPU the
+    lanes are threads of several warps and reach the address in no promised order (red-team s18: the s17 cumsum
+    tile written to one address per column, by `atomic_xchg` instead of a store)."""
+    if not lanes:
+        return args, None
+    ptrs = getattr(args[lanes[0]], "data", None)
+    if not isinstance(ptrs, np.ndarray) or ptrs.size < 2:
+        return args, None
+    mask = getattr(args[mask_at], "data", None) if mask_at is not None and len(args) > mask_at else None
+    addrs = _addresses(ptrs, mask)
+    if np.unique(addrs).size == addrs.size:
+        return args, None
+    perm = memory.rng.permutation(ptrs.size)
+    out = list(args)
+    for i in lanes:
+        data = getattr(args[i], "data", None)
+        if isinstance(data, np.ndarray) and data.size == ptrs.size:
+            out[i] = type(args[i])(np.ascontiguousarray(data).reshape(-1)[perm].reshape(data.shape), args[i].dtype)
+        elif isinstance(data, np.ndarray) and data.size != 1:
+            return args, None  # a layout this does not know: the interpreter's order stays
+    return tuple(out), np.argsort(perm)
 
 
 def _element_bytes(ptrs: Any, value: Any) -> int:

@@ -269,6 +269,26 @@ def test_atomics_on_other_elements_of_one_buffer_order_nothing():
     assert out.item() == 16.0 and flags.tolist() == [1] * 8
 
 
+@triton.jit
+def exchange_lanes_into_one_address(out_ptr, old_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    lanes = tl.arange(0, BLOCK)
+    tl.atomic_xchg(out_ptr + pid + 0 * lanes, lanes)
+    tl.store(old_ptr + pid * BLOCK + lanes, tl.atomic_add(out_ptr + 8 + pid + 0 * lanes, 1))
+
+
+def test_the_lanes_of_one_block_atomic_reach_an_address_in_no_fixed_order():
+    # red-team s18: the interpreter applied a block atomic's lanes in row-major order, so the last lane's
+    # atomic_xchg always stayed (a cumsum tile exchanged into one address per column "summed")
+    out, old = torch.zeros(16, dtype=torch.int32), torch.zeros(8 * 16, dtype=torch.int32)
+    exchange_lanes_into_one_address[(8,)](out, old, BLOCK=16)
+    assert set(out[:8].tolist()) <= set(range(16)) and out[:8].tolist() != [15] * 8
+    # an atomic's results go back to their own lanes: each lane got one of the values the address held, once
+    assert out[8:].tolist() == [16] * 8
+    assert all(sorted(row) == list(range(16)) for row in old.view(8, 16).tolist())
+    assert old.view(8, 16).tolist() != [list(range(16))] * 8
+
+
 @pytest.mark.xfail(strict=True, reason="open: one program after another, each acquire sees the previous program's "
                    "release, so an acquire/release chain nothing waits for orders the race (red-team s16)")
 def test_an_unwaited_acquire_release_chain_orders_nothing():
