@@ -167,6 +167,9 @@ class _LaunchMemory:
         self.seed = seed
         self.reorders: dict[tuple[Any, Any], np.ndarray] = {}  # (from, to) shapes -> a reorderable reshape's order
         self.superseded: dict[int, np.ndarray] = {}  # region base -> bytes where another program's store beat ours
+        self.exchanged: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # region base -> per byte the program of the
+        # last atomic_xchg / atomic_store there (-1: none) and its sequence number
+        self.exchange_lost: dict[int, np.ndarray] = {}  # region base -> bytes where another program's exchange beat ours
 
     def reorder(self, src: Any, dst: tuple[int, ...]) -> np.ndarray:
         """The permutation of a reorderable reshape from shape `src` to `dst` in this launch: drawn once per pair,
@@ -184,6 +187,7 @@ class _LaunchMemory:
     def begin_program(self, me: int = 0) -> None:
         self.me, self.live, self.seen = me % self.programs, False, None  # allocated at an acquire only
         self.superseded = {}
+        self.exchange_lost = {}
         self.barrier = self.seq
 
     def lane_barrier(self) -> None:
@@ -250,6 +254,52 @@ class _LaunchMemory:
             ids[off] = len(self.vectors)
             self.vectors.append((keep, merged))
             self.refs.append(int(off.size))
+
+    def exchange(self, ptrs: np.ndarray, active: np.ndarray, size: int) -> np.ndarray:
+        """The lanes of an atomic_xchg / atomic_store that land, noting them as the last exchange at their bytes.
+        Atomics act on live memory, and one program after another the last program's exchange stayed, so "every
+        program exchanges its view of a running total; the last is complete" was exact on CPU only (red-team s18):
+        on a GPU two programs' exchanges that nothing orders reach the address in either order. As `landing` does
+        for plain stores, an exchange over another program's unordered exchange lands with probability 1/2 per
+        element, and once beaten, none of this program's later exchanges there lands."""
+        ptrs = np.asarray(ptrs)
+        full = np.broadcast_shapes(ptrs.shape, np.asarray(active).shape)
+        act = np.broadcast_to(np.asarray(active) != 0, full).ravel().copy()
+        flat = np.broadcast_to(ptrs, full).ravel().astype(np.uint64)
+        self.seq += 1
+        for region in self.regions:
+            base, end = region[0], region[1]
+            inside = np.nonzero(act & (flat >= base) & (flat < end))[0]
+            if not inside.size:
+                continue
+            if base not in self.exchanged:
+                self.exchanged[base] = (np.full(end - base, -1, np.int32), np.zeros(end - base, np.int64))
+            who, when = self.exchanged[base]
+            off = (flat[inside] - np.uint64(base)).astype(np.int64)
+            lost_here = self.exchange_lost.get(base)
+            beaten = np.zeros(inside.size, dtype=np.bool_)
+            for k in range(max(1, size)):
+                at = np.minimum(off + k, who.size - 1)
+                w = who[at]
+                other = (w >= 0) & (w != self.me)
+                if self.seen is not None:
+                    other[other] = self.seen[w[other]] < when[at[other]]
+                beaten |= other
+                if lost_here is not None:
+                    beaten |= lost_here[at]  # stays beaten (`landing`'s stickiness)
+            beaten &= (self.rng.random(inside.size) < 0.5) | (lost_here[np.minimum(off, who.size - 1)]
+                                                               if lost_here is not None else False)
+            if beaten.any():
+                if lost_here is None:
+                    lost_here = self.exchange_lost[base] = np.zeros(end - base, dtype=np.bool_)
+                for k in range(max(1, size)):
+                    lost_here[np.minimum(off[beaten] + k, who.size - 1)] = True
+            act[inside[beaten]] = False
+            for k in range(max(1, size)):
+                at = np.minimum(off[~beaten] + k, who.size - 1)
+                who[at] = self.me
+                when[at] = self.seq
+        return act.reshape(full)
 
     def note_store(self, ptrs: np.ndarray, mask: np.ndarray, size: int) -> None:
         ptrs = np.asarray(ptrs)
@@ -457,6 +507,8 @@ def _launch_memory(builder: Any) -> None:
             mask = getattr(args[mask_at], "data", None) if mask_at is not None and len(args) > mask_at else None
             acquires, releases = _semantics(args[sem_at] if len(args) > sem_at else kwargs.get("sem"))
             size = _element_bytes(args[ptr_at], None)
+            # an exchange's own write is part of what its release publishes (an unlock's `atomic_xchg(lock, 0)`)
+            args, beaten = _exchange_landing(memory, original.__name__, args, ptr_at, mask_at, size)
             if releases and isinstance(ptrs, np.ndarray):
                 memory.release(ptrs, mask, size)
             memory.live = True  # an atomic reads live memory
@@ -468,6 +520,8 @@ def _launch_memory(builder: Any) -> None:
             if back is not None and isinstance(getattr(result, "data", None), np.ndarray):
                 result = type(result)(np.ascontiguousarray(result.data.reshape(-1)[back].reshape(result.data.shape)),
                                       result.dtype)
+            if beaten is not None and isinstance(getattr(result, "data", None), np.ndarray):
+                result = type(result)(_live_values(ptrs, beaten, result.data), result.dtype)
             if acquires and isinstance(ptrs, np.ndarray):
                 memory.acquire(ptrs, mask, size)
             # A scalar atomic runs on one lane and Triton broadcasts its result to the others through a barrier
@@ -529,6 +583,43 @@ def _lane_order(memory: _LaunchMemory, args: tuple, lanes: tuple[int, ...], mask
         elif isinstance(data, np.ndarray) and data.size != 1:
             return args, None  # a layout this does not know: the interpreter's order stays
     return tuple(out), np.argsort(perm)
+
+
+def _exchange_landing(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, mask_at: int | None,
+                      size: int) -> tuple[tuple, Any]:
+    """An atomic_xchg's or atomic_store's arguments with the lanes that do not land (`_LaunchMemory.exchange`)
+    masked off, and those lanes (None: every lane lands, or not an exchange)."""
+    if name == "create_atomic_rmw":
+        if getattr(args[0], "name", str(args[0]).rsplit(".", 1)[-1]) != "XCHG":
+            return args, None
+    elif name != "create_atomic_store":
+        return args, None
+    ptrs = getattr(args[ptr_at], "data", None)
+    if not isinstance(ptrs, np.ndarray) or mask_at is None or len(args) <= mask_at:
+        return args, None
+    mask = getattr(args[mask_at], "data", None)
+    active = np.ones(ptrs.shape, np.bool_) if mask is None else np.broadcast_to(np.asarray(mask) != 0, ptrs.shape)
+    lands = memory.exchange(ptrs, active, size)
+    beaten = active & ~lands
+    if not beaten.any():
+        return args, None
+    import triton.language as tl
+
+    out = list(args)
+    out[mask_at] = type(args[ptr_at])(np.ascontiguousarray(lands), tl.int1)
+    return tuple(out), beaten
+
+
+def _live_values(ptrs: np.ndarray, lanes: np.ndarray, result: np.ndarray) -> np.ndarray:
+    """`result` with the value memory holds now at `ptrs` in `lanes`: what an exchange that did not land returns
+    (it came before the one that stays; the one it would have returned was already handed out, run order)."""
+    out = np.array(result, copy=True)
+    flat, where = out.reshape(-1), np.nonzero(np.broadcast_to(lanes, out.shape).ravel())[0]
+    addrs = np.broadcast_to(ptrs, out.shape).ravel()
+    for i in where.tolist():
+        buf = (ctypes.c_uint8 * out.dtype.itemsize).from_address(int(addrs[i]))
+        flat[i] = np.frombuffer(buf, dtype=out.dtype)[0]
+    return out
 
 
 def _element_bytes(ptrs: Any, value: Any) -> int:

@@ -289,6 +289,44 @@ def test_the_lanes_of_one_block_atomic_reach_an_address_in_no_fixed_order():
     assert old.view(8, 16).tolist() != [list(range(16))] * 8
 
 
+@triton.jit
+def exchange_running_total(x_ptr, acc_ptr, out_ptr, BLOCK: tl.constexpr):
+    # racy on a GPU: every program exchanges its view of the running total, "the last exchange is complete"
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    tl.atomic_xchg(out_ptr, tl.atomic_add(acc_ptr, part) + part)
+
+
+@triton.jit
+def sum_behind_test_and_set_lock(x_ptr, out_ptr, lock_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    while tl.atomic_xchg(lock_ptr, 1) == 1:
+        pass
+    tl.store(out_ptr, tl.load(out_ptr) + part)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_unordered_exchanges_of_two_programs_land_in_either_order():
+    # red-team s18: one program after another, the program whose add came last also exchanged last, with the
+    # complete total; here an exchange over another program's unordered one lands with probability 1/2
+    x = torch.arange(1, 8 * 16 + 1, dtype=torch.int32)
+    totals = []
+    for _ in range(16):
+        acc, out = torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+        exchange_running_total[(8,)](x, acc, out, BLOCK=16)
+        assert acc.item() == int(x.sum())
+        totals.append(out.item())
+    assert any(t != int(x.sum()) for t in totals)
+
+
+def test_a_test_and_set_lock_by_exchange_still_orders_its_programs():
+    x = torch.ones(8 * 16)
+    out, lock = torch.zeros(1), torch.zeros(1, dtype=torch.int32)
+    sum_behind_test_and_set_lock[(8,)](x, out, lock, BLOCK=16)
+    assert out.item() == 128.0 and lock.item() == 0
+
+
 @pytest.mark.xfail(strict=True, reason="open: one program after another, each acquire sees the previous program's "
                    "release, so an acquire/release chain nothing waits for orders the race (red-team s16)")
 def test_an_unwaited_acquire_release_chain_orders_nothing():
