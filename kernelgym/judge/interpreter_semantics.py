@@ -512,6 +512,7 @@ def _launch_memory(builder: Any) -> None:
             if releases and isinstance(ptrs, np.ndarray):
                 memory.release(ptrs, mask, size)
             memory.live = True  # an atomic reads live memory
+            args = _stale_atomic(memory, original.__name__, args, ptr_at, size)
             args, back = _lane_order(memory, args, lanes, mask_at)
             try:
                 result = original(self, *args, **kwargs)
@@ -583,6 +584,33 @@ def _lane_order(memory: _LaunchMemory, args: tuple, lanes: tuple[int, ...], mask
         elif isinstance(data, np.ndarray) and data.size != 1:
             return args, None  # a layout this does not know: the interpreter's order stays
     return tuple(out), np.argsort(perm)
+
+
+def _stale_atomic(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, size: int) -> tuple:
+    """An atomic's arguments with each lane whose element another program (or another lane of this one, no barrier
+    since) stored plainly, unordered with it, pointed with probability 1/2 at the launch's starting copy: the atomic
+    came before that store on the GPU, so it reads what was there before and its write is overwritten by the store.
+    Atomics read live memory, and one program after another a store was always before a later program's atomic, so
+    reading a predecessor's result by `atomic_add(p, 0.0)` without waiting for it was exact on CPU (red-team s18: a
+    dynamic-ticket scan, where tickets make the run order the data order). 1/2, not always: a spin on a flag
+    another program sets by a plain store still ends."""
+    if name not in ("create_atomic_rmw", "create_atomic_cas", "create_atomic_load"):
+        return args
+    ptrs = getattr(args[ptr_at], "data", None)
+    if not isinstance(ptrs, np.ndarray) or not memory.stored:
+        return args
+    flat = ptrs.astype(np.uint64).ravel()
+    found = memory._unordered(flat, ptrs.shape, own_lanes=True, size=size)
+    if not found:
+        return args
+    out = flat.copy()
+    copies = {region[0]: region[2] for region in memory.regions}
+    for base, at, _ in found:
+        stale = at[memory.rng.random(at.size) < 0.5]
+        out[stale] = flat[stale] - np.uint64(base) + np.uint64(copies[base].ctypes.data)
+    moved = list(args)
+    moved[ptr_at] = type(args[ptr_at])(out.reshape(ptrs.shape).astype(ptrs.dtype, copy=False), args[ptr_at].dtype)
+    return tuple(moved)
 
 
 def _exchange_landing(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, mask_at: int | None,

@@ -327,6 +327,39 @@ def test_a_test_and_set_lock_by_exchange_still_orders_its_programs():
     assert out.item() == 128.0 and lock.item() == 0
 
 
+@triton.jit
+def ticket_chain_by_atomic_read(out_ptr, counter_ptr):
+    # racy on a GPU: the predecessor (by ticket) may still be running when its result is read, nothing waits
+    t = tl.atomic_add(counter_ptr, 1)
+    prev = tl.zeros((), tl.int32)
+    if t > 0:
+        prev = tl.atomic_add(out_ptr + t - 1, 0)
+    tl.store(out_ptr + t, prev + 1)
+
+
+@triton.jit
+def ticket_chain_spin_on_plain_flag(flag_ptr, counter_ptr):
+    t = tl.atomic_add(counter_ptr, 1)
+    if t > 0:
+        while tl.atomic_add(flag_ptr + t - 1, 0) == 0:
+            pass
+    tl.store(flag_ptr + t, 1)
+
+
+def test_an_atomic_read_of_an_unordered_plain_store_may_come_before_it():
+    # red-team s18: atomics read live memory, and dynamic tickets make the run order the data order, so reading a
+    # predecessor's plain store by an atomic without waiting was exact here (out == 1..16)
+    out, counter = torch.zeros(16, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    ticket_chain_by_atomic_read[(16,)](out, counter)
+    assert out.tolist() != list(range(1, 17)) and 1 in out.tolist()
+
+
+def test_a_spin_on_a_flag_set_by_a_plain_store_still_ends():
+    flags, counter = torch.zeros(16, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    ticket_chain_spin_on_plain_flag[(16,)](flags, counter)
+    assert flags.tolist() == [1] * 16
+
+
 @pytest.mark.xfail(strict=True, reason="open: one program after another, each acquire sees the previous program's "
                    "release, so an acquire/release chain nothing waits for orders the race (red-team s16)")
 def test_an_unwaited_acquire_release_chain_orders_nothing():
