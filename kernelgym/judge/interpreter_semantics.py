@@ -255,6 +255,37 @@ class _LaunchMemory:
             self.vectors.append((keep, merged))
             self.refs.append(int(off.size))
 
+    def _copy(self, region: list[Any]) -> None:
+        """Copy a region at its first store or exchange: storages no program writes cost nothing."""
+        if region[2] is None:
+            base, end = region[0], region[1]
+            region[2] = np.ctypeslib.as_array((ctypes.c_uint8 * (end - base)).from_address(base)).copy()
+            region[3] = np.full(end - base, -1, dtype=np.int32)
+            region[4] = np.zeros(end - base, dtype=np.int64)
+            region[5] = np.zeros(end - base, dtype=np.int32)
+            region[6] = np.zeros(end - base, dtype=np.int32)
+            self.stored = True
+
+    def unordered_exchanges(self, flat: np.ndarray, size: int) -> list[tuple[int, np.ndarray]]:
+        """(region's base, places in `flat`) where a byte's last exchange is another program's, not ordered before."""
+        found = []
+        for base, (who, when) in self.exchanged.items():
+            at = np.nonzero((flat >= base) & (flat < base + who.size))[0]
+            if not at.size:
+                continue
+            first = (flat[at] - np.uint64(base)).astype(np.int64)
+            hit = np.zeros(at.size, dtype=np.bool_)
+            for k in range(max(1, size)):
+                off = np.minimum(first + k, who.size - 1)
+                w = who[off]
+                other = (w >= 0) & (w != self.me)
+                if self.seen is not None:
+                    other[other] = self.seen[w[other]] < when[off[other]]
+                hit |= other
+            if hit.any():
+                found.append((base, at[hit]))
+        return found
+
     def exchange(self, ptrs: np.ndarray, active: np.ndarray, size: int) -> np.ndarray:
         """The lanes of an atomic_xchg / atomic_store that land, noting them as the last exchange at their bytes.
         Atomics act on live memory, and one program after another the last program's exchange stayed, so "every
@@ -273,6 +304,7 @@ class _LaunchMemory:
             if not inside.size:
                 continue
             if base not in self.exchanged:
+                self._copy(region)  # an atomic read that comes before this exchange reads the copy
                 self.exchanged[base] = (np.full(end - base, -1, np.int32), np.zeros(end - base, np.int64))
             who, when = self.exchanged[base]
             off = (flat[inside] - np.uint64(base)).astype(np.int64)
@@ -317,12 +349,7 @@ class _LaunchMemory:
             hit = (addrs >= base) & (addrs < end)
             inside = addrs[hit]
             if inside.size:
-                if region[2] is None:  # copied at the first store only: storages no program writes cost nothing
-                    region[2] = np.ctypeslib.as_array((ctypes.c_uint8 * (end - base)).from_address(base)).copy()
-                    region[3] = np.full(end - base, -1, dtype=np.int32)
-                    region[4] = np.zeros(end - base, dtype=np.int64)
-                    region[5] = np.zeros(end - base, dtype=np.int32)
-                    region[6] = np.zeros(end - base, dtype=np.int32)
+                self._copy(region)
                 writer, wseq, wpos, wshape = region[3], region[4], region[5], region[6]
                 off = (inside - np.uint64(base)).astype(np.int64)
                 lanes = where[hit]
@@ -512,7 +539,7 @@ def _launch_memory(builder: Any) -> None:
             if releases and isinstance(ptrs, np.ndarray):
                 memory.release(ptrs, mask, size)
             memory.live = True  # an atomic reads live memory
-            args = _stale_atomic(memory, original.__name__, args, ptr_at, size)
+            args, stale = _stale_atomic(memory, original.__name__, args, ptr_at, size)
             args, back = _lane_order(memory, args, lanes, mask_at)
             try:
                 result = original(self, *args, **kwargs)
@@ -524,6 +551,8 @@ def _launch_memory(builder: Any) -> None:
             if beaten is not None and isinstance(getattr(result, "data", None), np.ndarray):
                 result = type(result)(_live_values(ptrs, beaten, result.data), result.dtype)
             if acquires and isinstance(ptrs, np.ndarray):
+                if stale is not None:  # a lane that read the starting copy read no release
+                    mask = ~stale if mask is None else np.broadcast_to(np.asarray(mask) != 0, stale.shape) & ~stale
                 memory.acquire(ptrs, mask, size)
             # A scalar atomic runs on one lane and Triton broadcasts its result to the others through a barrier
             # (the last-block reduction's counter): what the program stored before is visible to all its lanes.
@@ -586,31 +615,53 @@ def _lane_order(memory: _LaunchMemory, args: tuple, lanes: tuple[int, ...], mask
     return tuple(out), np.argsort(perm)
 
 
-def _stale_atomic(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, size: int) -> tuple:
+def _stale_atomic(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, size: int) -> tuple[tuple, Any]:
     """An atomic's arguments with each lane whose element another program (or another lane of this one, no barrier
     since) stored plainly, unordered with it, pointed with probability 1/2 at the launch's starting copy: the atomic
-    came before that store on the GPU, so it reads what was there before and its write is overwritten by the store.
+    came before that store on the GPU, so it reads what was there before and its write is overwritten by the store
+    (and it acquires nothing there: it read no release). Likewise over another program's unordered exchange.
+    Returns the arguments and the lanes pointed at the copy (None: none).
     Atomics read live memory, and one program after another a store was always before a later program's atomic, so
     reading a predecessor's result by `atomic_add(p, 0.0)` without waiting for it was exact on CPU (red-team s18: a
     dynamic-ticket scan, where tickets make the run order the data order). 1/2, not always: a spin on a flag
     another program sets by a plain store still ends."""
     if name not in ("create_atomic_rmw", "create_atomic_cas", "create_atomic_load"):
-        return args
+        return args, None
     ptrs = getattr(args[ptr_at], "data", None)
     if not isinstance(ptrs, np.ndarray) or not memory.stored:
-        return args
+        return args, None
     flat = ptrs.astype(np.uint64).ravel()
-    found = memory._unordered(flat, ptrs.shape, own_lanes=True, size=size)
+    found = [(base, at) for base, at, _ in memory._unordered(flat, ptrs.shape, own_lanes=True, size=size)]
+    if _reads_only(name, args):
+        # before another program's exchange only where it changes nothing: an RMW that wrote would have changed what
+        # that exchange returned (a test-and-set lock taken twice), and RMWs of one address are totally ordered
+        found += memory.unordered_exchanges(flat, size)
     if not found:
-        return args
+        return args, None
     out = flat.copy()
+    stale = np.zeros(flat.size, dtype=np.bool_)
     copies = {region[0]: region[2] for region in memory.regions}
-    for base, at, _ in found:
-        stale = at[memory.rng.random(at.size) < 0.5]
-        out[stale] = flat[stale] - np.uint64(base) + np.uint64(copies[base].ctypes.data)
+    for base, at in found:
+        stale[at[memory.rng.random(at.size) < 0.5]] = True
+    for base, at in found:
+        moved_here = at[stale[at]]
+        out[moved_here] = flat[moved_here] - np.uint64(base) + np.uint64(copies[base].ctypes.data)
+    if not stale.any():
+        return args, None
     moved = list(args)
     moved[ptr_at] = type(args[ptr_at])(out.reshape(ptrs.shape).astype(ptrs.dtype, copy=False), args[ptr_at].dtype)
-    return tuple(moved)
+    return tuple(moved), stale.reshape(ptrs.shape)
+
+
+def _reads_only(name: str, args: tuple) -> bool:
+    """An atomic load, or an add / or / xor of zero at every lane (a read written as an RMW)."""
+    if name == "create_atomic_load":
+        return True
+    if name != "create_atomic_rmw":
+        return False
+    op = getattr(args[0], "name", str(args[0]).rsplit(".", 1)[-1])
+    value = getattr(args[2], "data", None)
+    return op in ("ADD", "FADD", "OR", "XOR") and isinstance(value, np.ndarray) and not np.any(value)
 
 
 def _exchange_landing(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, mask_at: int | None,

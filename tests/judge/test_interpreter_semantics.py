@@ -360,6 +360,22 @@ def test_a_spin_on_a_flag_set_by_a_plain_store_still_ends():
     assert flags.tolist() == [1] * 16
 
 
+@triton.jit
+def ticket_chain_by_exchange(out_ptr, counter_ptr):
+    # racy on a GPU: as ticket_chain_by_atomic_read, with each result published by an exchange
+    t = tl.atomic_add(counter_ptr, 1)
+    prev = tl.zeros((), tl.int32)
+    if t > 0:
+        prev = tl.atomic_add(out_ptr + t - 1, 0)
+    tl.atomic_xchg(out_ptr + t, prev + 1)
+
+
+def test_an_atomic_read_of_an_unordered_exchange_may_come_before_it():
+    out, counter = torch.zeros(16, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    ticket_chain_by_exchange[(16,)](out, counter)
+    assert out.tolist() != list(range(1, 17)) and 1 in out.tolist()
+
+
 @pytest.mark.xfail(strict=True, reason="open: one program after another, each acquire sees the previous program's "
                    "release, so an acquire/release chain nothing waits for orders the race (red-team s16)")
 def test_an_unwaited_acquire_release_chain_orders_nothing():
