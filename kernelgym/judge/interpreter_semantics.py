@@ -19,22 +19,27 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   program ran at once, unless the store happens before the load: an atomic with release semantics (Triton's
   default acq_rel) publishes, at its storage, every store its program made or acquired so far, and an atomic with
   acquire semantics on that storage (a lock's `atomic_cas`, a last-block counter's `atomic_add`, an atomic load)
-  makes them visible to its program (the Triton tutorials' lock-guarded accumulation; a last-block reduction).
-  Atomics act on live memory. Two plain stores to one address that nothing orders leave either value on a GPU,
-  where the interpreter let the later one in run order (or the last lane of a block) win, which an answer can line
-  up with its data (red-team s17): a store over another program's unordered store lands or not at random, and of
-  the lanes of one store that write one address, one drawn at random lands. Open: one program after another, an
-  acquire/release chain no program waits for orders every program after the previous one, and an atomic reads
-  other programs' plain stores live (`_LaunchMemory`).
+  makes them visible to its program (the Triton tutorials' lock-guarded accumulation; a last-block reduction), at
+  that address only (red-team s18: per storage, per-program flags ordered a race). Atomics act on live memory, but
+  an atomic over another program's unordered plain store (or, if it only reads, exchange) reads the launch's
+  starting memory with probability 1/2, as if it came first (red-team s18: a dynamic-ticket scan that read its
+  predecessor's total without waiting). Two plain stores to one address that nothing orders leave either value on a
+  GPU, where the interpreter let the later one in run order (or the last lane of a block) win, which an answer can
+  line up with its data (red-team s17): a store over another program's unordered store lands or not at random, and
+  of the lanes of one store that write one address, one drawn at random lands; likewise an `atomic_xchg` /
+  `atomic_store` over another program's unordered exchange, and the lanes of one block atomic that share an address
+  run in a random order (red-team s18). Open: one program after another, an acquire/release chain no program waits
+  for orders every program after the previous one; other read-modify-writes (a cas or an add that writes a chosen
+  value) still act in run order (`_LaunchMemory`).
 - Memory between the lanes of one program: a GPU program is many threads, and a block stored to global memory
   then read back at other places of the block (another lane's element, or a block of another shape) races
   without `tl.debug_barrier()`, since Triton inserts no barrier for a global round trip (triton-lang/triton
   #1097, #1615); the interpreter's whole-block numpy loads and stores made a Hillis-Steele scan through global
   memory exact (red-team s16). Here such a load reads the launch's starting memory, unless a barrier or a scalar
   atomic (its result reaches the lanes through a barrier) came between, and a store over such a store of another
-  lane lands or not at random (red-team s17). Open: a store racing with an earlier
-  load of another lane (write after read), a scalar atomic whose result nothing uses (no barrier on a GPU),
-  and another lane's store read by an atomic (atomics act on live memory).
+  lane lands or not at random (red-team s17); an atomic over it reads the starting memory with probability 1/2
+  (red-team s18). Open: a store racing with an earlier load of another lane (write after read), and a scalar atomic
+  whose result nothing uses (no barrier on a GPU).
 - Reorderable reshapes: `tl.view` is `tl.reshape(x, shape, can_reorder=True)`, whose element order the GPU leaves
   to its layouts (triton-lang/triton#2829); the interpreter kept the order, so a `tl.view`-flattened tile stored at
   row-major offsets was exact on CPU only (red-team s17). Here the result is permuted (`_reorderable_reshapes`).
