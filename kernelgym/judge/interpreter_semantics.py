@@ -174,7 +174,7 @@ class _LaunchMemory:
         self.superseded: dict[int, np.ndarray] = {}  # region base -> bytes where another program's store beat ours
         self.exchanged: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # region base -> per byte the program of the
         # last atomic_xchg / atomic_store there (-1: none) and its sequence number
-        self.exchange_lost: dict[int, np.ndarray] = {}  # region base -> bytes where another program's exchange beat ours
+        self.exchange_lost: dict[int, np.ndarray] = {}  # region base -> bytes another program's exchange won
 
     def reorder(self, src: Any, dst: tuple[int, ...]) -> np.ndarray:
         """The permutation of a reorderable reshape from shape `src` to `dst` in this launch: drawn once per pair,
