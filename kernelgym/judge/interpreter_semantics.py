@@ -412,12 +412,19 @@ class _LaunchMemory:
         if not self.stored or self.live:
             return ptrs
         flat = ptrs.astype(np.uint64).ravel()
-        found = self._unordered(flat, ptrs.shape, own_lanes=True, size=size)
-        if not found:
+        found = [(base, at) for base, at, _ in self._unordered(flat, ptrs.shape, own_lanes=True, size=size)]
+        # another program's unordered exchange: with probability 1/2, so that a volatile spin on a flag set by
+        # atomic_xchg still ends (red-team s18: an unwaited read of an exchanged total by a plain load was live)
+        for base, at in self.unordered_exchanges(flat, size):
+            superseded = self.superseded.get(base)
+            if superseded is not None:  # our store there was beaten by it: we read it live
+                at = at[~superseded[np.minimum((flat[at] - np.uint64(base)).astype(np.int64), superseded.size - 1)]]
+            found.append((base, at[self.rng.random(at.size) < 0.5]))
+        if not any(at.size for _, at in found):
             return ptrs
         out = flat.copy()
         copies = {region[0]: region[2] for region in self.regions}
-        for base, at, _ in found:
+        for base, at in found:
             out[at] = flat[at] - np.uint64(base) + np.uint64(copies[base].ctypes.data)
         return out.reshape(ptrs.shape).astype(ptrs.dtype, copy=False)
 
@@ -443,6 +450,10 @@ class _LaunchMemory:
         for base, at, cross in self._unordered(flat, full, own_lanes=True, size=size):
             lost[at] = self.rng.random(at.size) < 0.5  # either store may come last: no order an answer can line up
             beaten[at[cross]] = lost[at[cross]] & act[at[cross]]
+        for base, at in self.unordered_exchanges(flat, size):  # another program's atomic_xchg is a store too (s18)
+            drawn = self.rng.random(at.size) < 0.5
+            lost[at] |= drawn
+            beaten[at] |= drawn & act[at]
         for region in self.regions:
             base, end = region[0], region[1]
             superseded = self.superseded.get(base)

@@ -376,6 +376,41 @@ def test_an_atomic_read_of_an_unordered_exchange_may_come_before_it():
     assert out.tolist() != list(range(1, 17)) and 1 in out.tolist()
 
 
+@triton.jit
+def exchange_first_store_second(out_ptr, counter_ptr):
+    # racy on a GPU: the exchange and the store are unordered, either may land last
+    t = tl.atomic_add(counter_ptr, 1)
+    if t == 0:
+        tl.atomic_xchg(out_ptr, 1)
+    else:
+        tl.store(out_ptr, 2)
+
+
+@triton.jit
+def ticket_chain_exchange_plain_load(out_ptr, counter_ptr):
+    t = tl.atomic_add(counter_ptr, 1)
+    prev = tl.zeros((), tl.int32)
+    if t > 0:
+        prev = tl.load(out_ptr + t - 1)
+    tl.atomic_xchg(out_ptr + t, prev + 1)
+
+
+def test_a_plain_store_over_another_programs_exchange_lands_in_either_order():
+    # red-team s18: exchanges were not noted as stores, so the store always landed over them
+    finals = []
+    for _ in range(16):
+        out, counter = torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+        exchange_first_store_second[(2,)](out, counter)
+        finals.append(out.item())
+    assert set(finals) == {1, 2}
+
+
+def test_a_plain_load_of_another_programs_unordered_exchange_may_read_before_it():
+    out, counter = torch.zeros(16, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    ticket_chain_exchange_plain_load[(16,)](out, counter)
+    assert out.tolist() != list(range(1, 17)) and 1 in out.tolist()
+
+
 @pytest.mark.xfail(strict=True, reason="open: one program after another, each acquire sees the previous program's "
                    "release, so an acquire/release chain nothing waits for orders the race (red-team s16)")
 def test_an_unwaited_acquire_release_chain_orders_nothing():
