@@ -291,13 +291,14 @@ class _LaunchMemory:
                 found.append((base, at[hit]))
         return found
 
-    def exchange(self, ptrs: np.ndarray, active: np.ndarray, size: int) -> np.ndarray:
+    def exchange(self, ptrs: np.ndarray, active: np.ndarray, size: int, draw: bool = True) -> np.ndarray:
         """The lanes of an atomic_xchg / atomic_store that land, noting them as the last exchange at their bytes.
         Atomics act on live memory, and one program after another the last program's exchange stayed, so "every
         program exchanges its view of a running total; the last is complete" was exact on CPU only (red-team s18):
         on a GPU two programs' exchanges that nothing orders reach the address in either order. As `landing` does
         for plain stores, an exchange over another program's unordered exchange lands with probability 1/2 per
-        element, and once beaten, none of this program's later exchanges there lands."""
+        element, and once beaten, none of this program's later exchanges there lands. Without `draw` every active lane
+        lands and is noted (a cas that matches)."""
         ptrs = np.asarray(ptrs)
         full = np.broadcast_shapes(ptrs.shape, np.asarray(active).shape)
         act = np.broadcast_to(np.asarray(active) != 0, full).ravel().copy()
@@ -326,6 +327,8 @@ class _LaunchMemory:
                     beaten |= lost_here[at]  # stays beaten (`landing`'s stickiness)
             beaten &= (self.rng.random(inside.size) < 0.5) | (lost_here[np.minimum(off, who.size - 1)]
                                                                if lost_here is not None else False)
+            if not draw:
+                beaten[:] = False
             if beaten.any():
                 if lost_here is None:
                     lost_here = self.exchange_lost[base] = np.zeros(end - base, dtype=np.bool_)
@@ -684,6 +687,8 @@ def _exchange_landing(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int
                       size: int) -> tuple[tuple, Any]:
     """An atomic_xchg's or atomic_store's arguments with the lanes that do not land (`_LaunchMemory.exchange`)
     masked off, and those lanes (None: every lane lands, or not an exchange)."""
+    if name == "create_atomic_cas":
+        return _cas_landing(memory, args, size)
     if name == "create_atomic_rmw":
         if getattr(args[0], "name", str(args[0]).rsplit(".", 1)[-1]) != "XCHG":
             return args, None
@@ -703,6 +708,22 @@ def _exchange_landing(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int
     out = list(args)
     out[mask_at] = type(args[ptr_at])(np.ascontiguousarray(lands), tl.int1)
     return tuple(out), beaten
+
+
+def _cas_landing(memory: _LaunchMemory, args: tuple, size: int) -> tuple[tuple, Any]:
+    """A compare-and-swap that will match is noted as an exchange (`_LaunchMemory.exchange`, every lane landing), so
+    that another program's atomic read of it may come before it (`_stale_atomic`) and a store over it may not land:
+    "read live, then cas my value" was a store that always landed in run order (red-team s18:
+    `rh08_mean_reduction_dim_atomic_total_cas_wins_s18`). Its own outcome is not drawn: a cas made to fail while the
+    value it compares is there is no GPU execution (a slot claimed by cas would be skipped though free)."""
+    ptrs, cmp = getattr(args[0], "data", None), getattr(args[1], "data", None)
+    if not isinstance(ptrs, np.ndarray) or not isinstance(cmp, np.ndarray) or cmp.dtype.itemsize not in (1, 2, 4, 8):
+        return args, None
+    bits = np.dtype(f"u{cmp.dtype.itemsize}")
+    want = np.ascontiguousarray(np.broadcast_to(cmp, ptrs.shape)).view(bits)
+    live = _live_values(ptrs, np.ones(ptrs.shape, np.bool_), np.zeros(ptrs.shape, cmp.dtype)).view(bits)
+    memory.exchange(ptrs, live == want, size, draw=False)
+    return args, None
 
 
 def _live_values(ptrs: np.ndarray, lanes: np.ndarray, result: np.ndarray) -> np.ndarray:

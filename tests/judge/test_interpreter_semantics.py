@@ -411,6 +411,37 @@ def test_a_plain_load_of_another_programs_unordered_exchange_may_read_before_it(
     assert out.tolist() != list(range(1, 17)) and 1 in out.tolist()
 
 
+@triton.jit
+def store_by_cas(out_ptr, counter_ptr):
+    # racy on a GPU: "read live, then cas my ticket" is a store that another program's may come before or after
+    t = tl.atomic_add(counter_ptr, 1)
+    tl.atomic_cas(out_ptr, tl.atomic_add(out_ptr, 0), t + 1)
+
+
+@triton.jit
+def claim_first_free_slot(slots_ptr):
+    pid = tl.program_id(0)
+    i = 0
+    while tl.atomic_cas(slots_ptr + i, -1, pid) != -1:
+        i += 1
+
+
+def test_a_store_by_compare_and_swap_is_not_last_in_run_order():
+    # red-team s18: one program after another the cas always matched what the program had just read
+    finals = []
+    for _ in range(8):
+        out, counter = torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+        store_by_cas[(8,)](out, counter)
+        finals.append(out.item())
+    assert any(f != 8 for f in finals)
+
+
+def test_slots_claimed_by_compare_and_swap_are_each_taken_once():
+    slots = torch.full((8,), -1, dtype=torch.int32)
+    claim_first_free_slot[(8,)](slots)
+    assert sorted(slots.tolist()) == list(range(8))
+
+
 @pytest.mark.xfail(strict=True, reason="open: one program after another, each acquire sees the previous program's "
                    "release, so an acquire/release chain nothing waits for orders the race (red-team s16)")
 def test_an_unwaited_acquire_release_chain_orders_nothing():
