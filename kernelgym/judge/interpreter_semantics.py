@@ -27,10 +27,10 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   GPU, where the interpreter let the later one in run order (or the last lane of a block) win, which an answer can
   line up with its data (red-team s17): a store over another program's unordered store lands or not at random, and
   of the lanes of one store that write one address, one drawn at random lands; likewise an `atomic_xchg` /
-  `atomic_store` over another program's unordered exchange, and the lanes of one block atomic that share an address
-  run in a random order (red-team s18). Open: one program after another, an acquire/release chain no program waits
-  for orders every program after the previous one; other read-modify-writes (a cas or an add that writes a chosen
-  value) still act in run order (`_LaunchMemory`).
+  `atomic_store` over another program's unordered exchange (a matching cas counts as one), plain stores and exchanges
+  race with each other, and the lanes of one block atomic that share an address run in a random order (red-team
+  s18). Open: one program after another, an acquire/release chain no program waits for orders every program after
+  the previous one; other read-modify-writes (an add of a chosen difference) still act in run order (`_LaunchMemory`).
 - Memory between the lanes of one program: a GPU program is many threads, and a block stored to global memory
   then read back at other places of the block (another lane's element, or a block of another shape) races
   without `tl.debug_barrier()`, since Triton inserts no barrier for a global round trip (triton-lang/triton
