@@ -111,8 +111,8 @@ fit() {
 }
 contract() {
   export CUDA_VISIBLE_DEVICES="${FOLLOWUP_GPU_CONTRACT:-1}"
-  # the newest rounds first (a deadline cuts the list's end): s16-s17 were never judged on a GPU before the eighteenth session
-  for name in s17 s16 s15 s14 s13 s11 masked_fill ghost_sabotaged v4h v4i v4j v4k s12; do  # v4i: the state carried across trials, the profile poison; v4j, v4k: the tenth session's rounds; s12: the twelfth's
+  # the newest rounds first (a deadline cuts the list's end): s18 was never judged on a GPU; s16-s17 first were in the eighteenth session
+  for name in s18 s17 s16 s15 s14 s13 s11 masked_fill ghost_sabotaged v4h v4i v4j v4k s12; do  # v4i: the state carried across trials, the profile poison; v4j, v4k: the tenth session's rounds; s12: the twelfth's
     timeout "$(lim)" "$py" -m kernelgym.cli redteam --device "$dev" --only "$name" --no-legit --no-compile-baseline \
       --json-out "$work/contract_$name.jsonl" > "$work/contract_$name.txt" 2>&1
   done
