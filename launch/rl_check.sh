@@ -420,7 +420,8 @@ if want eval; then
       sft) model=runs/policy_sft; adapters=(--adapter "$sft_dir") ;;
       sftfull) model=$full_dir  # a full model: nothing to merge
                sft_trained "$model" || { note "eval: no full SFT model here (STAGE=sftfull first)"; rc=3; continue; } ;;
-      rl) model=runs/policy_rl_$(basename "$rl_adapter"); adapters=(--adapter "$sft_dir" --adapter "$rl_adapter") ;;
+      rl) [[ $rl_base == sft ]] || { note "eval: MODELS=rl is RL on the LoRA SFT adapter; RL_BASE=sftfull's run is MODELS=rlfull"; rc=2; continue; }
+          model=runs/policy_rl_$(basename "$rl_adapter"); adapters=(--adapter "$sft_dir" --adapter "$rl_adapter") ;;
       rlfull)  # RL_BASE=sftfull's adapter on the full SFT model of this machine
         sft_trained "$full_dir" || { note "eval: rlfull needs the full SFT model here (STAGE=sftfull first)"; rc=3; continue; }
         a=$full_rl_dir; [[ -f $a/adapter_model.safetensors ]] || a=$(newest_checkpoint "$full_rl_dir")
