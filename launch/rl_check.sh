@@ -38,7 +38,7 @@
 #      SFT_SECONDS=330 RL_SECONDS=330: training time per call (no step is begun that the longest step so far
 #      would carry past it), after a start-up of up to ~150 s; CALL_SECONDS=570 is the hard limit from the
 #      script's start (training is killed 25 s before it, the newest checkpoint is still sent back; run
-#      the call with timeout_s 600). SFT_ARGS RL_ARGS (overrides) TRAIN_GPU=0 (rl: "0,1" is DDP on both) JUDGE_GPUS="1 2 3" JUDGE_JOBS=11 PORT=8000
+#      the call with timeout_s 600). SFT_ARGS RL_ARGS (overrides) RL_BASE=sft (sftfull: RL on the full SFT model) TRAIN_GPU=0 (rl: "0,1" is DDP on both) JUDGE_GPUS="1 2 3" JUDGE_JOBS=11 PORT=8000
 #      LIMIT=200 SAMPLES=4 KB_LIMIT=100 KB_SAMPLES=1 MAX_NEW=4096 MODELS="base sft rl"
 #      EVAL_SETS="heldout heldout_family kernelbench" (eval: cut at the hard limit, resumed by the next call)
 #      EVAL_GPUS="0 1 2 3" (one model per GPU, round robin) KEEP_SERVICE=1 (eval beside a running RL: the service
