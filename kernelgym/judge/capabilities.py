@@ -74,9 +74,10 @@ BANS = """\
   except `__init__`, `__name__`, `__qualname__`, `__doc__`, `__version__`; no dunder names but
   `__name__`, `__all__`, `__doc__`, `__version__`, `__file__`; no frame, generator or code
   attributes (`f_back`, `gi_frame`, `tb_frame`, `co_code`), also not through a format string's fields
-  (`"{0.gi_frame.f_back}".format(g)` reads them by name). Classes may define `__init__`,
-  `__post_init__`, `__call__`, `__repr__`/`__str__`, comparison and container dunders only; no
-  metaclasses.
+  (`"{0.gi_frame.f_back}".format(g)` reads them by name). No subscript by a dunder key
+  (`d["__builtins__"]`, `d.get("__import__")`); no `get_capture_scope` or `used_global_vals` of a kernel
+  object (they hand out module globals). Classes may define `__init__`, `__post_init__`, `__call__`,
+  `__repr__`/`__str__`, comparison and container dunders only; no metaclasses.
 - No assignment to (or setattr/delattr on) modules or their classes and functions
   (`torch.allclose = ...`, `nn.Module.forward = ...`), nor on `type(x)`, a name bound to it or a loop
   variable over classes; no module as a class attribute (`tm = torch` in a class body: alias it at module
@@ -217,6 +218,10 @@ _BANNED_ATTRIBUTES = {
     # torch work in one is hidden from RH-01 (the replay runs no hook: a cheat laundered into wrong_output).
     "add_pre_run_hook": "runs answer code inside Triton's launch, where the recorder does not look",
     "pre_run_hooks": "runs answer code inside Triton's launch, where the recorder does not look",
+    # Red-team round s20: a kernel object built over any function hands out that function's module globals,
+    # with their `__builtins__` (`JITFunction(f).get_capture_scope()`, `used_global_vals` after `cache_key`).
+    "get_capture_scope": "hands out the module globals of the function a kernel wraps (and their builtins)",
+    "used_global_vals": "hands out the module globals of the function a kernel wraps (and their builtins)",
 }  # fmt: skip
 # Banned attributes that hand out memory (a dataclass field of that name on a Tensor subclass reads them).
 _MEMORY_ATTRIBUTES = frozenset({"numpy", "from_numpy", "frombuffer", "untyped_storage", "untyped", "to_dlpack",
@@ -857,6 +862,16 @@ class _Scanner(ast.NodeVisitor):
         self._kernel_torch(node)
         self.generic_visit(node)
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        # `d["__builtins__"]`, `d["__import__"]`: a namespace dict reached by a route no rule foresaw (red-team
+        # round s20) yields the interpreter through a subscript that names no attribute. No honest answer
+        # indexes anything by a dunder name.
+        key = _unwrapped(node.slice)
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and _dunder(key.value):
+            self.ban(node, f"the subscript [{key.value!r}]", "dunder keys index namespaces (module globals, "
+                     "builtins), outside the answer contract")
+        self.generic_visit(node)
+
     def visit_Constant(self, node: ast.Constant) -> None:
         # str.format and format_map read attributes named in the text: "{0.gi_frame.f_back.f_locals}".format(g)
         # is an attribute read no ast.Attribute shows (scan review after round v4k). Each attribute a
@@ -870,6 +885,11 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "setdefault") and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+                and _dunder(node.args[0].value)):
+            self.ban(node, f"'.{func.attr}({node.args[0].value!r})'", "dunder keys index namespaces (module "
+                     "globals, builtins), outside the answer contract")
         if isinstance(func, ast.Attribute) and not self._own_method(func):
             if func.attr == "compile":  # nn.Module.compile is torch.compile; a flag named compile is fine
                 self.ban(node, "calling '.compile()'", "it reaches torch.compile (nn.Module.compile); write Triton")

@@ -14,8 +14,8 @@ and the candidate still runs. In the order applied:
 - `uid`: when root, a per-candidate unprivileged uid/gid (the scratch dir is chowned to it first):
   no signals to, /proc reads of, or writes into anything of the judge's.
 - `caps`: every capability dropped, the bounding set emptied (nothing exec'd regains them).
-- `seccomp`: ptrace, setsid, setpgid, process_vm_readv/writev, pidfd_getfd, io_uring and sockets of any family but
-  AF_UNIX fail with EPERM/EAFNOSUPPORT, on every thread of the process.
+- `seccomp`: ptrace, setsid, setpgid, process_vm_readv/writev, pidfd_getfd, io_uring and socket() of any family
+  (AF_UNIX too: red-team round s20) fail with EPERM/EAFNOSUPPORT, on every thread of the process.
 
 Namespaces, no_new_privs and Landlock apply to the calling thread and the threads and processes it
 starts afterwards: the answer runs in this thread. Threads started before (torch's CPU pool) keep
@@ -315,26 +315,30 @@ _X32_BIT = 0x40000000
 # ptrace, setpgid, setsid, process_vm_readv/writev, io_uring_*, pidfd_getfd. setpgid/setsid: every descendant
 # stays in the candidate's process group, which the judge kills and counts when the evaluation ends (RH-27).
 _DENIED_X86_64 = (101, 109, 112, 310, 311, 425, 426, 427, 438)
-_SYS_SOCKET, _AF_UNIX = 41, 1
+_SYS_SOCKET = 41
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
 
 
 def _bpf_program() -> bytes:
-    """The filter: another arch or an x32 call -> EPERM; a denied call -> EPERM; socket(family !=
-    AF_UNIX) -> EAFNOSUPPORT; anything else allowed. (struct sock_filter: u16 code, u8 jt, u8 jf, u32 k.)"""
+    """The filter: another arch or an x32 call -> EPERM; a denied call -> EPERM; socket() of any family ->
+    EAFNOSUPPORT; anything else allowed. (struct sock_filter: u16 code, u8 jt, u8 jf, u32 k.)
+
+    The candidate needs no socket of its own (its channels are inherited pipes and socketpairs). AF_UNIX was
+    allowed until red-team round s20: a pathname socket of a process outside the candidate (the trusted
+    multiprocessing fork server of `kernelgym.tasks.limited`, unauthenticated in Python 3.11) is reachable by
+    connect() whenever no uid layer separates the two, and Landlock does not govern connect()."""
     ld_w_abs, jeq_k, jge_k, ret_k = 0x20, 0x15, 0x35, 0x06
     deny, no_family = _SECCOMP_RET_ERRNO | errno.EPERM, _SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT
     n = len(_DENIED_X86_64)
     # Layout: 0 ld arch; 1 jeq arch; 2 ld nr; 3 jge x32; 4..4+n-1 jeq denied; 4+n jeq socket;
-    # 5+n allow; 6+n ld args[0]; 7+n jeq AF_UNIX; 8+n ret EAFNOSUPPORT; 9+n allow; 10+n deny
-    deny_at = 10 + n
+    # 5+n allow; 6+n ret EAFNOSUPPORT; 7+n deny
+    deny_at = 7 + n
     prog = [(ld_w_abs, 0, 0, 4), (jeq_k, 0, deny_at - 2, _AUDIT_ARCH_X86_64), (ld_w_abs, 0, 0, 0),
             (jge_k, deny_at - 4, 0, _X32_BIT)]
     for i, nr in enumerate(_DENIED_X86_64):
         prog.append((jeq_k, deny_at - (4 + i) - 1, 0, nr))
-    prog += [(jeq_k, 1, 0, _SYS_SOCKET), (ret_k, 0, 0, _SECCOMP_RET_ALLOW),
-             (ld_w_abs, 0, 0, 16), (jeq_k, 1, 0, _AF_UNIX), (ret_k, 0, 0, no_family),
-             (ret_k, 0, 0, _SECCOMP_RET_ALLOW), (ret_k, 0, 0, deny)]
+    prog += [(jeq_k, 1, 0, _SYS_SOCKET), (ret_k, 0, 0, _SECCOMP_RET_ALLOW), (ret_k, 0, 0, no_family),
+             (ret_k, 0, 0, deny)]
     return b"".join(struct.pack("HBBI", *ins) for ins in prog)
 
 

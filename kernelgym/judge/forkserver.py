@@ -91,7 +91,7 @@ class ForkServer:
         self._gone = False
         self._closing = False
         try:
-            self._proc = subprocess.Popen([sys.executable, "-m", "kernelgym.judge.forkserver", str(theirs.fileno())],
+            self._proc = subprocess.Popen([sys.executable, "-P", "-m", "kernelgym.judge.forkserver", str(theirs.fileno())],
                                           pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, cwd=scratch,
                                           env=env, start_new_session=True)
         finally:
@@ -406,9 +406,11 @@ def _become_candidate(msg: dict[str, Any], fds: list[int], sock: socket.socket, 
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, True)  # as `pass_fds` leaves them in an exec'd child
     # The server's cwd (its scratch dir) is first on its sys.path, shared by all its children: a
-    # module one answer wrote there would be imported by a later one. An exec'd child has its own.
+    # module one answer wrote there would be imported by a later one. The child's own scratch dir takes
+    # no place either (red-team round s20: a module planted in a scratch dir that exists before its process
+    # imports shadows what that process imports later); exec'd children run with `python -P` alike.
     server_cwd = os.getcwd()
-    sys.path[:] = [msg["cwd"] if entry in (server_cwd, "") else entry for entry in sys.path]
+    sys.path[:] = [entry for entry in sys.path if entry not in (server_cwd, "", msg["cwd"])]
     os.chdir(msg["cwd"])
     os.environ.clear()
     os.environ.update(msg["env"])

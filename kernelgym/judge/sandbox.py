@@ -92,7 +92,8 @@ class CandidateProcess:
         self.op_cpu: dict[str, float] = {}
         # Of which threads other than the main one, by thread name (`proc_cpu.other_threads`): whose CPU it is
         self.op_thread_cpu: dict[str, float] = {}
-        argv = [sys.executable, "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w),
+        # -P: the scratch dir (cwd) is not on sys.path, so nothing written there is imported (red-team s20)
+        argv = [sys.executable, "-P", "-m", "kernelgym.judge.child", str(to_child_r), str(from_child_w),
                 str(cpu_memory_bytes), str(area_fd)] + ([device] if announce_ready else [])
         try:
             if forkserver is not None:

@@ -50,6 +50,8 @@ _PROBES = textwrap.dedent('''
         "parent_mem": attempt(lambda: open(f"/proc/{{ppid}}/mem", "rb").read(1)),
         "connect": attempt(connect),
         "inet_socket": attempt(lambda: socket.socket(socket.AF_INET).close()),
+        "unix_socket": attempt(lambda: socket.socket(socket.AF_UNIX).close()),
+        "socketpair": attempt(lambda: [s.close() for s in socket.socketpair()]),
         "write_outside": attempt(lambda: write({outside!r})),
         "write_scratch": attempt(lambda: write("mine.txt")),
         "write_triton_cache": attempt(lambda: write(os.path.join(os.environ["TRITON_CACHE_DIR"], "mine"))),
@@ -111,6 +113,8 @@ def test_every_layer_is_reported_and_each_active_one_holds(tmp_path):
         assert probes["connect"] != "ok", probes
     if "seccomp" in layers:
         assert probes["inet_socket"] == "EAFNOSUPPORT", probes
+        # Red-team round s20: a unix socket reaches the trusted fork servers' listeners; a socketpair reaches nothing.
+        assert probes["unix_socket"] == "EAFNOSUPPORT" and probes["socketpair"] == "ok", probes
     if "landlock" in layers:
         assert probes["write_outside"] == "EACCES", probes
     if "uid" in layers:
