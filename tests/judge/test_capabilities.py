@@ -181,6 +181,12 @@ BANNED = [
     ("@triton.jit\ndef k(x):\n    pass\nk.add_pre_run_hook(print)", "'.add_pre_run_hook'"),
     ("@triton.jit\ndef k(x):\n    pass\nk.pre_run_hooks.append(print)", "'.pre_run_hooks'"),
     ("torch.set_default_tensor_type('os.system')", "set_default_tensor_type"),
+    # red-team round s20 (helper-48): a kernel object built over any function hands out its module globals
+    ("from triton.runtime.jit import JITFunction\ndef f(x):\n    return x\ng = JITFunction(f).get_capture_scope()",
+     "'.get_capture_scope'"),
+    ("@triton.jit\ndef k(x):\n    pass\nv = k.used_global_vals", "'.used_global_vals'"),
+    ("def f(d):\n    return d['__builtins__']", "the subscript ['__builtins__']"),
+    ("def f(d):\n    return d.get('__import__')", "'.get('__import__')'"),
 ]
 
 
@@ -218,6 +224,7 @@ ALLOWED = [
     "@triton.jit\ndef k(x_ptr):\n    pass\ncompiled = k.warmup(torch.empty(1), grid=(1,))\ncompiled._init_handles()\n"
     "r = compiled.n_regs",
     "if __name__ == '__main__':\n    print(torch.zeros(2))",
+    "cfg = {'BLOCK': 128}\nb = cfg['BLOCK'] + cfg.get('__x', 0)",  # a key that only starts with __ is no dunder
     "x = torch.zeros(1)\nm = 'shape {0.shape} of {1} in {x.dtype}, {y[0]:>8.3f}'.format(x, 2, x=x, y=[3.0])",
     "s = 'a dict {a: 1} and an unclosed { brace'",
     "from enum import Enum, IntEnum\nclass Mode(Enum):\n    A = 1\n    B = 2\nclass K(IntEnum):\n    X: int = 1",
