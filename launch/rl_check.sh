@@ -214,6 +214,8 @@ frozen_tree() {  # a copy of the code for processes that outlive this call (the 
   local dir="$work/tree_$(date +%s)"; mkdir -p "$dir"
   cp -a kernelgym train rewards data launch configs pyproject.toml "$dir/" && echo "$dir"; }
 newest_checkpoint() { ls -d "$1"/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1; }
+# A run's adapter to evaluate or merge: its final one at the top of its directory, else its newest checkpoint.
+run_adapter() { if [[ -f $1/adapter_model.safetensors ]]; then echo "$1"; else newest_checkpoint "$1"; fi; }
 
 if want corpus; then
   start=$SECONDS; pids=(); gpus="${CORPUS_GPUS-0 1 2 3}"  # CORPUS_GPUS="": the interpreter builder alone
@@ -402,7 +404,7 @@ if want eval; then
   # its GPUs judge the evaluations now; KEEP_SERVICE=1 leaves it to a detached RL run beside (launch/rl_detached.sh)
   [[ ${KEEP_SERVICE:-0} == 1 ]] || stop_service
   kb_audit_wait  # a kbaudit of this call first: its rows are the KernelBench evals' screen
-  rl_adapter=$rl_dir; [[ -f $rl_dir/adapter_model.safetensors ]] || rl_adapter=$(newest_checkpoint "$rl_dir")
+  rl_adapter=$(run_adapter "$rl_dir")
   gpus=(${EVAL_GPUS:-0 1 2 3}); i=0; pids=()
   # heldout_more: 200 new held-out chains (issue 27 asks >= 200; the corpus's own split has 107), generated here
   # once, before the models share it: seeded, validated on the CPU, never a chain of any train split (the split is
@@ -424,7 +426,7 @@ if want eval; then
           model=runs/policy_rl_$(basename "$rl_adapter"); adapters=(--adapter "$sft_dir" --adapter "$rl_adapter") ;;
       rlfull)  # RL_BASE=sftfull's adapter on the full SFT model of this machine
         sft_trained "$full_dir" || { note "eval: rlfull needs the full SFT model here (STAGE=sftfull first)"; rc=3; continue; }
-        a=$full_rl_dir; [[ -f $a/adapter_model.safetensors ]] || a=$(newest_checkpoint "$full_rl_dir")
+        a=$(run_adapter "$full_rl_dir")
         [[ -n $a ]] || { note "eval: no RL_BASE=sftfull run here ($full_rl_dir)"; rc=3; continue; }
         model=runs/policy_rlfull_$(basename "$a"); adapters=(--adapter "$a"); merge_base=$full_dir ;;
       *) note "MODELS: base, sft, sftfull, rl or rlfull, not $name"; rc=2; continue ;;
