@@ -192,6 +192,15 @@ def _build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--json-out", type=Path, default=None, help="also write the report as JSON here")
     _add_judge_options(bs)
     bs.set_defaults(func=_cmd_bench_service)
+    bd = bsub.add_parser("defences", help="what each defence of the judge costs: the service bench's mixed batch "
+                                          "with every defence on, then once per defence turned off")
+    bd.add_argument("--n", type=int, default=40, help="answers in the mixed batch (the service bench's mix)")
+    bd.add_argument("--jobs", type=int, default=8, help="evaluations in flight")
+    bd.add_argument("--off", default=None, help="comma-separated defences to turn off one at a time (default: all of "
+                                                "static, confinement, precision, profile, replay)")
+    bd.add_argument("--json-out", type=Path, default=None, help="also write the report as JSON here")
+    _add_judge_options(bd)
+    bd.set_defaults(func=_cmd_bench_defences)
     be = bsub.add_parser("env", help="per-step latency of the environment in process vs through its WebSocket "
                                      "server, judging excluded (stub judge)")
     be.add_argument("--steps", type=int, default=300, help="environment steps timed per mode")
@@ -547,6 +556,25 @@ def _cmd_bench_service(args: argparse.Namespace) -> int:
     for mode in report.modes:
         for line in mode.unexpected:
             console.print(f"[yellow]unexpected[/yellow] ({mode.mode.split()[0]}): {escape(line)}")
+    if args.json_out:
+        args.json_out.write_text(json.dumps(report.to_dict(), indent=2))
+    return 0
+
+
+def _cmd_bench_defences(args: argparse.Namespace) -> int:
+    from kernelgym.service.bench_defences import DEFENCES, run_defence_bench
+
+    if args.n < 1 or args.jobs < 1:
+        raise UsageError("--n and --jobs must be at least 1")
+    off = None if args.off is None else [x.strip() for x in args.off.split(",") if x.strip()]
+    unknown = [x for x in off or [] if x not in DEFENCES]
+    if unknown:
+        raise UsageError(f"--off: unknown defence(s) {', '.join(unknown)}; known: {', '.join(DEFENCES)}")
+    report = run_defence_bench(args.n, _config(args), jobs=args.jobs, off=off)
+    console.print(report.table())
+    for row in report.rows[1:]:
+        for line in row.changed:
+            console.print(f"[yellow]changed[/yellow] with {row.off} off: {escape(line)}")
     if args.json_out:
         args.json_out.write_text(json.dumps(report.to_dict(), indent=2))
     return 0

@@ -263,7 +263,8 @@ def _mode_report(mode: str, items: list[MixItem], results: list[EvalResult | Non
         details.append({"kind": it.kind, "task_id": it.task_id, "status": status, "trials": len(r.trials) if r else 0,
                         "profiled": r is not None and r.profile is not None, "transfer": r.transfer if r else "",
                         "wall_seconds": r.wall_seconds if r else None, "phase_seconds": r.phase_seconds if r else {},
-                        "cpu_seconds": r.cpu_seconds if r else {}})
+                        "cpu_seconds": r.cpu_seconds if r else {},
+                        "confinement": list(r.confinement) if r else []})
     return ModeReport(mode=mode, n=len(items), wall_s=wall, statuses=statuses, latencies_s=latencies,
                       unexpected=unexpected, crash_cost_s=statistics.median(crash_costs) if crash_costs else None,
                       busy_share=busy, held_share=held, details=details)
