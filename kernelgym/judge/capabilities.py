@@ -76,7 +76,8 @@ BANS = """\
   attributes (`f_back`, `gi_frame`, `tb_frame`, `co_code`), also not through a format string's fields
   (`"{0.gi_frame.f_back}".format(g)` reads them by name). No subscript by a dunder key
   (`d["__builtins__"]`, `d.get("__import__")`); no `get_capture_scope` or `used_global_vals` of a kernel
-  object (they hand out module globals). Classes may define `__init__`, `__post_init__`, `__call__`,
+  object (they hand out module globals); no `.signature`/`.from_callable` (annotation strings are evaluated),
+  `.storage`, `.compile` (also not read for a later call) or `.obj` (an AttributeError's object). Classes may define `__init__`, `__post_init__`, `__call__`,
   `__repr__`/`__str__`, comparison and container dunders only; no metaclasses.
 - No assignment to (or setattr/delattr on) modules or their classes and functions
   (`torch.allclose = ...`, `nn.Module.forward = ...`), nor on `type(x)`, a name bound to it or a loop
@@ -222,6 +223,15 @@ _BANNED_ATTRIBUTES = {
     # with their `__builtins__` (`JITFunction(f).get_capture_scope()`, `used_global_vals` after `cache_key`).
     "get_capture_scope": "hands out the module globals of the function a kernel wraps (and their builtins)",
     "used_global_vals": "hands out the module globals of the function a kernel wraps (and their builtins)",
+    # Red-team round s21: read first and called later (`c = m.compile; c()`), these passed the call-only rules.
+    "compile": "reaches torch.compile (nn.Module.compile); write Triton",
+    "storage": "reaches a tensor's typed storage, outside the contract (its .type('a.b') imports any module); "
+               "use data_ptr(), numel() and element_size()",
+    # `inspect.Signature` objects (`kernel.signature`, any tl builtin's): from_callable(f, eval_str=True) evals text.
+    "signature": "is an inspect.Signature, which evaluates annotation strings (from_callable(..., eval_str=True))",
+    "from_callable": "evaluates annotation strings (eval_str=True)",
+    # AttributeError.obj is the object the failed read was made on: `torch.nope` hands torch on under a new name.
+    "obj": "hands on the object a failed read was made on (AttributeError.obj: a module, by a new name)",
 }  # fmt: skip
 # Banned attributes that hand out memory (a dataclass field of that name on a Tensor subclass reads them).
 _MEMORY_ATTRIBUTES = frozenset({"numpy", "from_numpy", "frombuffer", "untyped_storage", "untyped", "to_dlpack",
@@ -331,6 +341,7 @@ def _lookup(path: str) -> tuple[str, object]:
     for part in parts[1:]:
         if _dunder(part):
             return "unknown", None  # the dunder rule reports it
+        obj = _forwarded_module(obj)
         if isinstance(obj, types.ModuleType):
             mod = obj.__name__
             if part.startswith("_"):
@@ -378,6 +389,15 @@ def _lookup(path: str) -> tuple[str, object]:
 
 
 _MISSING = object()
+
+
+def _forwarded_module(obj: object) -> object:
+    """The module behind an object that forwards attribute reads to it (`torch.backends.cudnn` is a
+    `PropModule` (a module subclass) over the real module: `torch.backends.cudnn.os` is that module's `os`, red-team round s21)."""
+    if not any(c.__name__ == "PropModule" for c in type(obj).__mro__):  # CudnnModule, MkldnnModule... too
+        return obj
+    inner = getattr(obj, "__dict__", {}).get("m")
+    return inner if isinstance(inner, types.ModuleType) else obj
 
 # Where an object an allowed module hands out comes from: a function or class re-exported from a module the
 # contract bans is that module (`torch.xpu.c_uint32` is ctypes, `torch.cuda.amp.common.find_spec` importlib's,
@@ -891,12 +911,8 @@ class _Scanner(ast.NodeVisitor):
             self.ban(node, f"'.{func.attr}({node.args[0].value!r})'", "dunder keys index namespaces (module "
                      "globals, builtins), outside the answer contract")
         if isinstance(func, ast.Attribute) and not self._own_method(func):
-            if func.attr == "compile":  # nn.Module.compile is torch.compile; a flag named compile is fine
-                self.ban(node, "calling '.compile()'", "it reaches torch.compile (nn.Module.compile); write Triton")
-            elif func.attr == "storage":  # a TypedStorage, whose .type("a.b") imports any module (scan review)
-                self.ban(node, "'.storage()'", "a tensor's typed storage is outside the contract; use data_ptr(), "
-                         "numel() and element_size()")
-            elif func.attr == "type" and any(
+            # `.compile` and `.storage` are banned attributes: read, not only called (red-team round s21)
+            if func.attr == "type" and any(
                     isinstance(a, ast.Constant) and isinstance(a.value, str) and not _TENSOR_TYPE_NAME.fullmatch(a.value)
                     or isinstance(a, (ast.JoinedStr, ast.BinOp)) for a in [*node.args, *(k.value for k in node.keywords)]):
                 self.ban(node, "'.type(...)' with a string", "it imports the module the string names; use .to(dtype)")
@@ -1029,7 +1045,10 @@ class _Scanner(ast.NodeVisitor):
         if path is None:
             return
         kind, _ = _lookup(path)
-        if kind == "module" or (path in _DRIVER_PATHS and path not in _DRIVER_LEAVES):
+        # torch.distributed(.tensor) resolve as "unknown" on purpose (only the way to `_EXTRA_PATHS`), so as a
+        # value they would leave the scan's sight (`[torch.distributed][0].distributed_c10d...`: round s21)
+        if (kind == "module" or path in ("torch.distributed", "torch.distributed.tensor")
+                or (path in _DRIVER_PATHS and path not in _DRIVER_LEAVES)):
             self.ban(node, f"the module '{ast.unparse(node)[:40]}' used as a value", "name its attributes "
                      "(tl.load) or alias it (F = torch.nn.functional)")
 

@@ -80,6 +80,7 @@ def make_interpreter_faithful() -> None:
     _install_warmup()
     _install_torch_cuda_facts()
     _install_scalar_index()
+    _install_private_globals()
     from kernelgym.judge import interpreter_semantics
 
     interpreter_semantics.install()  # `and`/`or`, program order, float scalars, grid arguments: as on a GPU
@@ -88,6 +89,33 @@ def make_interpreter_faithful() -> None:
     # What Triton's GPU front end refuses for the GPU stood in for is refused here too, before the launch.
     front_end.install(InterpreterDriver().get_current_target())
     _INSTALLED = True
+
+
+def _install_private_globals() -> None:
+    """Rewritten kernels run in a copy of their module's globals with the interpreter's names added. Triton's
+    rewriter adds every name of its own module (`inspect`, `np`, `time`...) to the kernel's module itself, so
+    after its first launch the answer's Python could read `inspect` (then `inspect.getmodule(len).open`) by a name
+    the capability scan takes for the answer's own (red-team round s21). A GPU never adds them."""
+    from triton.runtime import interpreter
+
+    rewriter = getattr(interpreter, "FunctionRewriter", None)
+    original = getattr(rewriter, "_compile_and_exec", None)
+    if original is None or getattr(original, "_kernelgym_private", False):
+        return
+
+    def compile_and_exec(self: Any, transformed_ast: Any) -> Any:
+        fn = self.fn
+        # The copy is taken at the kernel's first launch, after its module ran: the names a kernel reads
+        # (constexprs, helper kernels) are there; the answer's module gains nothing.
+        scope = {**vars(interpreter), **fn.__globals__}
+        self.fn = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+        try:
+            return original(self, transformed_ast)
+        finally:
+            self.fn = fn
+
+    compile_and_exec._kernelgym_private = True  # type: ignore[attr-defined]
+    rewriter._compile_and_exec = compile_and_exec
 
 
 def _install_scalar_index() -> None:

@@ -172,8 +172,8 @@ BANNED = [
     ("def f():\n    exec = None\n    class C:\n        e = exec\n        exec, y = 1, 2\n    return C.e", "the builtin 'exec'"),
     ("def f():\n    torch = 0\n    class C:\n        l = torch.load\n        torch = 1\n    return 1", "'torch.load'"),
     ("import typing\nT = typing.get_origin(typing.Type[int])", "typing.get_origin"),
-    ("m = nn.Linear(2, 2)\nm.compile()", "calling '.compile()'"),
-    ("x = torch.ones(2)\nn = x.storage().size()", "'.storage()'"),
+    ("m = nn.Linear(2, 2)\nm.compile()", "'.compile'"),
+    ("x = torch.ones(2)\nn = x.storage().size()", "'.storage'"),
     ("s = torch.FloatStorage(2)", "torch.FloatStorage"),
     ("cu = torch.CompilationUnit('')", "torch.CompilationUnit"),
     ("from torch.nn.modules.module import register_module_forward_hook", "register_module_forward_hook"),
@@ -187,6 +187,13 @@ BANNED = [
     ("@triton.jit\ndef k(x):\n    pass\nv = k.used_global_vals", "'.used_global_vals'"),
     ("def f(d):\n    return d['__builtins__']", "the subscript ['__builtins__']"),
     ("def f(d):\n    return d.get('__import__')", "'.get('__import__')'"),
+    # red-team round s21 (helper-49): other routes to the interpreter
+    ("def f(x: 'int'):\n    return x\ns = [tl.abs][0].signature", "'.signature'"),
+    ("m = nn.Linear(2, 2)\nc = m.compile", "'.compile'"),
+    ("x = torch.ones(2)\ng = x.storage", "'.storage'"),
+    ("def f():\n    try:\n        torch.nope\n    except AttributeError as e:\n        return e.obj", "'.obj'"),
+    ("s = torch.backends.cudnn.os", "torch.backends.cudnn.os"),
+    ("d = [torch.distributed][0]", "the module 'torch.distributed' used as a value"),
 ]
 
 

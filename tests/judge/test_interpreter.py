@@ -309,3 +309,41 @@ def test_scalar_arguments_index_ranges_whatever_the_interpreters_int_conversion(
             range(block)
     finally:
         scope.restore()
+
+
+_MODULE_WITH_KERNEL = '''
+import triton
+import triton.language as tl
+
+SCALE = tl.constexpr(2.0)
+
+
+@triton.jit
+def _scaled(x):
+    return x * SCALE
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, _scaled(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+'''
+
+
+def test_a_launch_adds_no_interpreter_names_to_the_kernels_module(tmp_path):
+    # Red-team round s21: Triton's rewriter copied its own module's names (inspect, np, ...) into the
+    # kernel's module, where the answer's Python could read them after its first launch.
+    import importlib.util
+
+    path = tmp_path / "answer_with_kernel.py"
+    path.write_text(_MODULE_WITH_KERNEL)
+    spec = importlib.util.spec_from_file_location("answer_with_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    before = set(vars(module))
+    x = torch.arange(10, dtype=torch.float32)
+    out = torch.empty_like(x)
+    module.scale_kernel[(1,)](x, out, 10, BLOCK=16)
+    assert torch.equal(out, 2 * x)  # the kernel still reads its module's constexpr and helper kernel
+    assert set(vars(module)) == before, set(vars(module)) - before
