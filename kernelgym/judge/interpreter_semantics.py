@@ -175,6 +175,12 @@ class _LaunchMemory:
         self.exchanged: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # region base -> per byte the program of the
         # last atomic_xchg / atomic_store there (-1: none) and its sequence number
         self.exchange_lost: dict[int, np.ndarray] = {}  # region base -> bytes another program's exchange won
+        self.rmw_written: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # region base -> per byte the program of the
+        # last atomic read-modify-write that changed the value there (-1: none) and its sequence number
+        self.stale_left: dict[int, int] = {}  # address -> the running program's reads of it still before the
+        # unordered write there (`stale`)
+        self.epoch = 0  # programs begun so far: a scalar atomic's result used later barriers its own program only
+        self.observed = np.zeros(0, np.uint64)  # addresses the running program's atomics read live (`observe`)
 
     def reorder(self, src: Any, dst: tuple[int, ...]) -> np.ndarray:
         """The permutation of a reorderable reshape from shape `src` to `dst` in this launch: drawn once per pair,
@@ -193,6 +199,9 @@ class _LaunchMemory:
         self.me, self.live, self.seen = me % self.programs, False, None  # allocated at an acquire only
         self.superseded = {}
         self.exchange_lost = {}
+        self.stale_left = {}
+        self.observed = np.zeros(0, np.uint64)
+        self.epoch += 1
         self.barrier = self.seq
 
     def lane_barrier(self) -> None:
@@ -229,36 +238,42 @@ class _LaunchMemory:
                     self.seen = np.full(self.programs, -1, np.int64)
                 np.maximum.at(self.seen, progs, seqs)
 
-    def release(self, ptrs: np.ndarray, mask: Any = None, size: int = 1) -> None:
-        # what is published at a byte: the (program, watermark) pairs of every release there, held sparse (a program
-        # that acquired nothing releases one pair), with a release id per byte and a count of the bytes naming it
+    def release(self, ptrs: np.ndarray, mask: Any = None, size: int = 1, upto: int | None = None) -> None:
+        """Publish, at each byte the atomic acts on, every store this program made (up to sequence number `upto`,
+        default all so far) or acquired, merged with what earlier releases published at that same byte (a
+        read-modify-write continues their release sequence). Per byte: the lanes of a block atomic are threads of
+        their own, and one lane's release publishes nothing another lane's release published before at its address
+        (red-team s19: a block `atomic_add(flags + arange, 0)` merged every flag's releases into each)."""
+        # held sparse: per release, the (program, watermark) pairs (a program that acquired nothing releases one
+        # pair), with a release id per byte and a count of the bytes naming it
+        own = self.seq if upto is None else upto
         if self.seen is None:
-            progs, seqs = np.array([self.me]), np.array([self.seq], np.int64)
+            progs, seqs = np.array([self.me]), np.array([own], np.int64)
         else:
             progs = np.nonzero(self.seen >= 0)[0]
             seqs = self.seen[progs]
-            progs, seqs = np.append(progs, self.me), np.append(seqs, self.seq)
+            progs, seqs = np.append(progs, self.me), np.append(seqs, own)
         for region, off in self._released_bytes(ptrs, mask, size):
             ids = self.published.get(region[0])
             if ids is None:
                 ids = self.published[region[0]] = np.full(region[1] - region[0], -1, np.int32)
-            old, counts = np.unique(ids[off], return_counts=True)
-            parts_p, parts_s = [progs], [seqs]
-            for i, n in zip(old.tolist(), counts.tolist()):
-                if i < 0:
-                    continue
-                parts_p.append(self.vectors[i][0])
-                parts_s.append(self.vectors[i][1])
-                self.refs[i] -= n
-                if self.refs[i] == 0:
-                    self.vectors[i] = None  # no byte names it any more
-            allp, alls = np.concatenate(parts_p), np.concatenate(parts_s)
-            keep, at = np.unique(allp, return_inverse=True)
-            merged = np.full(keep.size, -1, np.int64)
-            np.maximum.at(merged, at, alls)
-            ids[off] = len(self.vectors)
-            self.vectors.append((keep, merged))
-            self.refs.append(int(off.size))
+            old, inverse, counts = np.unique(ids[off], return_inverse=True, return_counts=True)
+            fresh = np.empty(old.size, np.int32)
+            for k, (i, n) in enumerate(zip(old.tolist(), counts.tolist())):
+                keep, merged = progs, seqs
+                if i >= 0:
+                    allp = np.concatenate([progs, self.vectors[i][0]])
+                    alls = np.concatenate([seqs, self.vectors[i][1]])
+                    keep, at = np.unique(allp, return_inverse=True)
+                    merged = np.full(keep.size, -1, np.int64)
+                    np.maximum.at(merged, at, alls)
+                    self.refs[i] -= n
+                    if self.refs[i] == 0:
+                        self.vectors[i] = None  # no byte names it any more
+                fresh[k] = len(self.vectors)
+                self.vectors.append((keep, merged))
+                self.refs.append(n)
+            ids[off] = fresh[inverse.ravel()]
 
     def _copy(self, region: list[Any]) -> None:
         """Copy a region at its first store or exchange: storages no program writes cost nothing."""
@@ -271,10 +286,12 @@ class _LaunchMemory:
             region[6] = np.zeros(end - base, dtype=np.int32)
             self.stored = True
 
-    def unordered_exchanges(self, flat: np.ndarray, size: int) -> list[tuple[int, np.ndarray]]:
-        """(region's base, places in `flat`) where a byte's last exchange is another program's, not ordered before."""
+    def unordered_exchanges(self, flat: np.ndarray, size: int, rmws: bool = False) -> list[tuple[int, np.ndarray]]:
+        """(region's base, places in `flat`) where a byte's last exchange is another program's, not ordered before;
+        with `rmws`, also where its last value-changing read-modify-write is (`note_rmw`)."""
         found = []
-        for base, (who, when) in self.exchanged.items():
+        tables = list(self.exchanged.items()) + (list(self.rmw_written.items()) if rmws else [])
+        for base, (who, when) in tables:
             at = np.nonzero((flat >= base) & (flat < base + who.size))[0]
             if not at.size:
                 continue
@@ -287,9 +304,23 @@ class _LaunchMemory:
                 if self.seen is not None:
                     other[other] = self.seen[w[other]] < when[off[other]]
                 hit |= other
+            hit &= ~self.was_observed(flat[at])
             if hit.any():
                 found.append((base, at[hit]))
         return found
+
+    def observe(self, addrs: np.ndarray) -> None:
+        """The running program's atomic read these addresses live: every write there so far comes before its later
+        accesses to them (coherence), whatever its acquires ordered. Per address, not per program: the lanes of a
+        block atomic are threads of their own, and reading one address orders nothing else another program wrote,
+        not even by the same block atomic."""
+        if addrs.size:
+            self.observed = np.union1d(self.observed, addrs.astype(np.uint64))
+
+    def was_observed(self, addrs: np.ndarray) -> np.ndarray:
+        if not self.observed.size:
+            return np.zeros(addrs.size, dtype=np.bool_)
+        return np.isin(addrs.astype(np.uint64), self.observed)
 
     def exchange(self, ptrs: np.ndarray, active: np.ndarray, size: int, draw: bool = True) -> np.ndarray:
         """The lanes of an atomic_xchg / atomic_store that land, noting them as the last exchange at their bytes.
@@ -325,6 +356,7 @@ class _LaunchMemory:
                 beaten |= other
                 if lost_here is not None:
                     beaten |= lost_here[at]  # stays beaten (`landing`'s stickiness)
+            beaten &= ~self.was_observed(flat[inside])
             beaten &= (self.rng.random(inside.size) < 0.5) | (lost_here[np.minimum(off, who.size - 1)]
                                                                if lost_here is not None else False)
             if not draw:
@@ -340,6 +372,80 @@ class _LaunchMemory:
                 who[at] = self.me
                 when[at] = self.seq
         return act.reshape(full)
+
+    def note_rmw(self, ptrs: np.ndarray, lanes: np.ndarray, size: int) -> None:
+        """Note the `lanes` of an atomic read-modify-write that change the value at their address (an add of a
+        non-zero, a max above it, ...) as this program's writes there, for readers only: a plain load or an atomic
+        that only reads, in another program not ordered after it, may come before it (`stale`) as before an
+        exchange (red-team s19: a total published by `atomic_add` into a zeroed slot, read without waiting). Unlike
+        an exchange it always lands: read-modify-writes of one address are totally ordered and each applies to the
+        value the one before left, whatever their order."""
+        flat = np.asarray(ptrs).astype(np.uint64).ravel()
+        lanes = np.broadcast_to(np.asarray(lanes), np.asarray(ptrs).shape).ravel()
+        self.seq += 1
+        for region in self.regions:
+            base, end = region[0], region[1]
+            inside = np.nonzero(lanes & (flat >= base) & (flat < end))[0]
+            if not inside.size:
+                continue
+            self._copy(region)  # a read that comes before this write reads the copy
+            if base not in self.rmw_written:
+                self.rmw_written[base] = (np.full(end - base, -1, np.int32), np.zeros(end - base, np.int64))
+            who, when = self.rmw_written[base]
+            off = (flat[inside] - np.uint64(base)).astype(np.int64)
+            for k in range(max(1, size)):
+                at = np.minimum(off + k, who.size - 1)
+                who[at] = self.me
+                when[at] = self.seq
+
+    def stale(self, addrs: np.ndarray) -> np.ndarray:
+        """Per address of `addrs` (each with another program's unordered write there), whether this read of it by
+        the running program comes before that write. Drawn once per program and address, not per read: a GPU
+        program that reads an address over and over sees the write from some read on, and from then on always
+        (coherence), so a fixed number of re-reads keeping the first non-zero value was exact here with independent
+        1/2 draws (red-team s19). The first read comes before the write with probability 1/2; if it does, so do the
+        next n - 1, with P(n >= k) = k^(-a) (a = `_STALE_READS_TAIL`) up to `_STALE_READS_CAP`: a spin on a flag
+        still ends (after cap^(1-a) / (1-a) reads at most on average), a bounded re-read of k reads stays stale with
+        probability k^(-a) / 2 per program."""
+        out = np.zeros(addrs.size, dtype=np.bool_)
+        seen: dict[int, bool] = {}
+        for i, a in enumerate(addrs.tolist()):
+            if a in seen:  # lanes of one access that read one address read it once
+                out[i] = seen[a]
+                continue
+            left = self.stale_left.get(a)
+            if left is None:
+                u = 1.0 - self.rng.random()
+                left = 0 if self.rng.random() < 0.5 else int(min(_STALE_READS_CAP, u ** (-1 / _STALE_READS_TAIL)))
+            out[i] = seen[a] = left > 0
+            self.stale_left[a] = max(0, left - 1)
+        return out
+
+    def values(self, addrs: np.ndarray, dtype: np.dtype, starting: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The `dtype` values at `addrs` in live memory or (`starting`) in the launch's starting copy where a region
+        has one, and where they are known: an address outside the launch's storages (a masked-off lane's) reads 0."""
+        dtype = np.dtype(dtype)
+        out = np.zeros((addrs.size, dtype.itemsize), dtype=np.uint8)
+        done = np.zeros(addrs.size, dtype=np.bool_)
+        for region in self.regions:
+            base, end = region[0], region[1]
+            inside = np.nonzero((addrs >= base) & (addrs + np.uint64(dtype.itemsize) <= end))[0]
+            if not inside.size:
+                continue
+            if starting and region[2] is not None:
+                mem = region[2]
+            else:
+                mem = np.ctypeslib.as_array((ctypes.c_uint8 * (end - base)).from_address(base))
+            off = (addrs[inside] - np.uint64(base)).astype(np.int64)
+            out[inside] = mem[off[:, None] + np.arange(dtype.itemsize)[None, :]]
+            done[inside] = True
+        return out.view(dtype).reshape(addrs.shape), done
+
+    def barrier_on_use(self, seq: int, epoch: int) -> None:
+        """A scalar atomic's result is used: Triton broadcast it to the lanes through a barrier right after the
+        atomic, so the program's stores up to it are visible to all its lanes (if the program still runs)."""
+        if _MEMORY[0] is self and self.epoch == epoch:
+            self.barrier = max(self.barrier, seq)
 
     def note_store(self, ptrs: np.ndarray, mask: np.ndarray, size: int) -> None:
         ptrs = np.asarray(ptrs)
@@ -404,6 +510,7 @@ class _LaunchMemory:
                 if own_lanes:
                     other |= (w == self.me) & (wseq[off] > self.barrier) & ((wshape[off] != shape_id) | (wpos[off] != at))
                 hit |= other
+            hit &= ~self.was_observed(flat[at])
             if hit.any():
                 found.append((base, at[hit], cross[hit]))
         return found
@@ -418,11 +525,13 @@ class _LaunchMemory:
         found = [(base, at) for base, at, _ in self._unordered(flat, ptrs.shape, own_lanes=True, size=size)]
         # another program's unordered exchange: with probability 1/2, so that a volatile spin on a flag set by
         # atomic_xchg still ends (red-team s18: an unwaited read of an exchanged total by a plain load was live)
-        for base, at in self.unordered_exchanges(flat, size):
+        # (red-team s19: and over another program's unordered value-changing RMW, an add into a zeroed slot); drawn per
+        # program and address (`stale`)
+        for base, at in self.unordered_exchanges(flat, size, rmws=True):
             superseded = self.superseded.get(base)
             if superseded is not None:  # our store there was beaten by it: we read it live
                 at = at[~superseded[np.minimum((flat[at] - np.uint64(base)).astype(np.int64), superseded.size - 1)]]
-            found.append((base, at[self.rng.random(at.size) < 0.5]))
+            found.append((base, at[self.stale(flat[at])]))
         if not any(at.size for _, at in found):
             return ptrs
         out = flat.copy()
@@ -497,6 +606,13 @@ def _addresses(ptrs: np.ndarray, mask: Any = None) -> np.ndarray:
 
 
 _MEMORY: list[_LaunchMemory | None] = [None]  # the launch running now (launches do not nest)
+# The most reads of one address a program makes before another program's unordered write there reaches them
+# (`_LaunchMemory.stale`): bounds a stale spin's length; a re-read of more than this many reads is not caught.
+# P(n >= k) = k^(-_STALE_READS_TAIL): a heavier tail catches longer re-reads and makes honest spins longer (each
+# stale read costs the interpreter about half a millisecond): at 3/4, a re-read of 41 reads is stale in 3% of the
+# programs, a stale spin takes about 30 reads.
+_STALE_READS_CAP = 1 << 12
+_STALE_READS_TAIL = 0.75
 
 
 def _semantics(sem: Any) -> tuple[bool, bool]:
@@ -552,13 +668,19 @@ def _launch_memory(builder: Any) -> None:
             ptrs = getattr(args[ptr_at], "data", None)
             mask = getattr(args[mask_at], "data", None) if mask_at is not None and len(args) > mask_at else None
             acquires, releases = _semantics(args[sem_at] if len(args) > sem_at else kwargs.get("sem"))
+            if _cta_scope(args[sem_at + 1] if len(args) > sem_at + 1 else kwargs.get("scope")):
+                acquires = releases = False  # orders nothing between programs (CTAs), as relaxed (red-team s19)
             size = _element_bytes(args[ptr_at], None)
+            before = memory.seq
             # an exchange's own write is part of what its release publishes (an unlock's `atomic_xchg(lock, 0)`)
             args, beaten = _exchange_landing(memory, original.__name__, args, ptr_at, mask_at, size)
+            args, stale = _stale_atomic(memory, original.__name__, args, ptr_at, size, mask)
+            _note_rmw(memory, original.__name__, args, ptrs, stale, size)  # before its release, which publishes it
             if releases and isinstance(ptrs, np.ndarray):
-                memory.release(ptrs, mask, size)
+                # a scalar atomic's release publishes its own write; a block atomic's lanes are threads of their own,
+                # and one lane's release publishes no other lane's write (that lane's address is `observe`d instead)
+                memory.release(ptrs, mask, size, upto=None if ptrs.size == 1 else before)
             memory.live = True  # an atomic reads live memory
-            args, stale = _stale_atomic(memory, original.__name__, args, ptr_at, size)
             args, back = _lane_order(memory, args, lanes, mask_at)
             try:
                 result = original(self, *args, **kwargs)
@@ -569,15 +691,18 @@ def _launch_memory(builder: Any) -> None:
                                       result.dtype)
             if beaten is not None and isinstance(getattr(result, "data", None), np.ndarray):
                 result = type(result)(_live_values(ptrs, beaten, result.data), result.dtype)
-            if acquires and isinstance(ptrs, np.ndarray):
-                if stale is not None:  # a lane that read the starting copy read no release
+            if isinstance(ptrs, np.ndarray) and original.__name__ in _READS:
+                if stale is not None:  # a lane that read the starting copy read no release, and observed nothing
                     mask = ~stale if mask is None else np.broadcast_to(np.asarray(mask) != 0, stale.shape) & ~stale
-                memory.acquire(ptrs, mask, size)
+                memory.observe(_addresses(ptrs, mask))
+                if acquires:
+                    memory.acquire(ptrs, mask, size)
             # A scalar atomic runs on one lane and Triton broadcasts its result to the others through a barrier
             # (the last-block reduction's counter): what the program stored before is visible to all its lanes.
-            # A block atomic is one per lane and orders nothing between lanes.
-            if isinstance(ptrs, np.ndarray) and ptrs.size == 1:
-                memory.lane_barrier()
+            # Only a result that is used is broadcast (red-team s19: `tl.atomic_add(dummy, 0)` as a barrier), so the
+            # barrier is noted at the result's first use. A block atomic is one per lane and orders nothing between lanes.
+            if isinstance(ptrs, np.ndarray) and ptrs.size == 1 and isinstance(getattr(result, "data", None), np.ndarray):
+                result = _barrier_on_use(memory, result)
             return result
         call.__name__ = original.__name__
         return call
@@ -634,34 +759,45 @@ def _lane_order(memory: _LaunchMemory, args: tuple, lanes: tuple[int, ...], mask
     return tuple(out), np.argsort(perm)
 
 
-def _stale_atomic(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, size: int) -> tuple[tuple, Any]:
+_READS = ("create_atomic_rmw", "create_atomic_cas", "create_atomic_load")  # atomics that return what they read
+
+
+def _stale_atomic(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, size: int,
+                  mask: Any = None) -> tuple[tuple, Any]:
     """An atomic's arguments with each lane whose element another program (or another lane of this one, no barrier
-    since) stored plainly, unordered with it, pointed with probability 1/2 at the launch's starting copy: the atomic
-    came before that store on the GPU, so it reads what was there before and its write is overwritten by the store
-    (and it acquires nothing there: it read no release). Likewise over another program's unordered exchange.
-    Returns the arguments and the lanes pointed at the copy (None: none).
+    since) stored plainly, unordered with it, pointed at the launch's starting copy where `_LaunchMemory.stale` draws
+    that it comes first: the atomic came before that store on the GPU, so it reads what was there before and its
+    write is overwritten by the store (and it acquires nothing there: it read no release). Likewise, at the lanes where
+    it leaves the starting value unchanged (`_unchanged`: a read), over another program's unordered exchange or
+    value-changing read-modify-write. Returns the arguments and the lanes pointed at the copy (None: none).
     Atomics read live memory, and one program after another a store was always before a later program's atomic, so
     reading a predecessor's result by `atomic_add(p, 0.0)` without waiting for it was exact on CPU (red-team s18: a
-    dynamic-ticket scan, where tickets make the run order the data order). 1/2, not always: a spin on a flag
+    dynamic-ticket scan, where tickets make the run order the data order). Drawn, not always: a spin on a flag
     another program sets by a plain store still ends."""
-    if name not in ("create_atomic_rmw", "create_atomic_cas", "create_atomic_load"):
+    if name not in _READS:
         return args, None
     ptrs = getattr(args[ptr_at], "data", None)
     if not isinstance(ptrs, np.ndarray) or not memory.stored:
         return args, None
     flat = ptrs.astype(np.uint64).ravel()
+    active = np.ones(flat.size, np.bool_) if mask is None else np.broadcast_to(np.asarray(mask) != 0, ptrs.shape).ravel()
     found = [(base, at) for base, at, _ in memory._unordered(flat, ptrs.shape, own_lanes=True, size=size)]
-    if _reads_only(name, args):
-        # before another program's exchange only where it changes nothing: an RMW that wrote would have changed what
-        # that exchange returned (a test-and-set lock taken twice), and RMWs of one address are totally ordered
-        found += memory.unordered_exchanges(flat, size)
-    if not found:
+    writes = memory.unordered_exchanges(flat, size, rmws=True)
+    if writes:
+        # before another program's atomic write only where this one changes nothing: an RMW that wrote would have
+        # changed what that write's RMW returned (a test-and-set lock taken twice), and RMWs of one address are
+        # totally ordered. Tested at the starting copy's value, the one it reads there (red-team s19: and with all
+        # ones, max with the minimum, a cas that never matches, an add of 0 whose masked-off lane adds 1)
+        reads = _unchanged(memory, name, args, flat)
+        found += [(base, at[reads[at]]) for base, at in writes]
+    found = [(base, at[active[at]]) for base, at in found]  # a masked-off lane reads nothing
+    if not any(at.size for _, at in found):
         return args, None
     out = flat.copy()
     stale = np.zeros(flat.size, dtype=np.bool_)
     copies = {region[0]: region[2] for region in memory.regions}
-    for base, at in found:
-        stale[at[memory.rng.random(at.size) < 0.5]] = True
+    places = np.unique(np.concatenate([at for _, at in found]))
+    stale[places[memory.stale(flat[places])]] = True
     for base, at in found:
         moved_here = at[stale[at]]
         out[moved_here] = flat[moved_here] - np.uint64(base) + np.uint64(copies[base].ctypes.data)
@@ -672,15 +808,104 @@ def _stale_atomic(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, si
     return tuple(moved), stale.reshape(ptrs.shape)
 
 
-def _reads_only(name: str, args: tuple) -> bool:
-    """An atomic load, or an add / or / xor of zero at every lane (a read written as an RMW)."""
+def _rmw_op(args: tuple) -> str:
+    return getattr(args[0], "name", str(args[0]).rsplit(".", 1)[-1])
+
+
+def _unchanged(memory: _LaunchMemory, name: str, args: tuple, flat: np.ndarray,
+               starting: bool = True) -> np.ndarray:
+    """Per lane of an atomic, whether it leaves the value at its address unchanged, tested on the starting copy's
+    values (`starting`) or live memory's: an atomic load; an RMW other than an exchange that writes what was there
+    (add / xor of 0, and with all ones, or / max / min that keep the value); a cas that does not match, or swaps in
+    the value it compares. Masked-off lanes act on nothing. False where this cannot tell (unknown op, a value type
+    of another size than the memory's, an address outside the launch's storages): a write, as before."""
     if name == "create_atomic_load":
-        return True
+        return np.ones(flat.size, dtype=np.bool_)
+    no = np.zeros(flat.size, dtype=np.bool_)
+    if name == "create_atomic_cas":
+        cmp, val = getattr(args[1], "data", None), getattr(args[2], "data", None)
+        if not isinstance(cmp, np.ndarray) or not isinstance(val, np.ndarray) or cmp.dtype.itemsize not in (1, 2, 4, 8):
+            return no
+        bits = np.dtype(f"u{cmp.dtype.itemsize}")
+        old, known = memory.values(flat, bits, starting)
+        want = np.broadcast_to(np.ascontiguousarray(cmp).view(bits), args[0].data.shape).ravel()
+        new = np.broadcast_to(np.ascontiguousarray(val).view(bits), args[0].data.shape).ravel()
+        return known & ((old != want) | (want == new))
     if name != "create_atomic_rmw":
-        return False
-    op = getattr(args[0], "name", str(args[0]).rsplit(".", 1)[-1])
-    value = getattr(args[2], "data", None)
-    return op in ("ADD", "FADD", "OR", "XOR") and isinstance(value, np.ndarray) and not np.any(value)
+        return no
+    val = getattr(args[2], "data", None)
+    if not isinstance(val, np.ndarray) or val.dtype.itemsize not in (1, 2, 4, 8):
+        return no
+    old, known = memory.values(flat, val.dtype, starting)
+    v = np.broadcast_to(val, args[1].data.shape).ravel()
+    op, bits = _rmw_op(args), np.dtype(f"u{val.dtype.itemsize}")
+    with np.errstate(all="ignore"):
+        if op in ("ADD", "FADD"):
+            new = old + v
+        elif op in ("AND", "OR", "XOR") and val.dtype.kind in "iub":
+            new = {"AND": np.bitwise_and, "OR": np.bitwise_or, "XOR": np.bitwise_xor}[op](old, v)
+        elif op in ("MAX", "MIN"):
+            new = np.maximum(old, v) if op == "MAX" else np.minimum(old, v)
+        elif op in ("UMAX", "UMIN") and val.dtype.kind in "iu":
+            uo, uv = old.view(bits), np.ascontiguousarray(v).view(bits)
+            new = (np.maximum(uo, uv) if op == "UMAX" else np.minimum(uo, uv)).view(val.dtype)
+        else:  # an exchange is a write even of the same bits: its landing is drawn (`_exchange_landing`)
+            return no
+    same = known & (np.ascontiguousarray(new.astype(val.dtype, copy=False)).view(bits) == np.ascontiguousarray(old).view(bits))
+    mask = getattr(args[3], "data", None) if len(args) > 3 else None
+    if isinstance(mask, np.ndarray):
+        same |= ~np.broadcast_to(mask != 0, args[1].data.shape).ravel()
+    return same
+
+
+def _note_rmw(memory: _LaunchMemory, name: str, args: tuple, ptrs: Any, stale: Any, size: int) -> None:
+    """Note the active lanes of a read-modify-write (not an exchange: `_exchange_landing`) that change the live value,
+    and were not placed before another program's store (`stale`), as this program's writes (`note_rmw`)."""
+    if name != "create_atomic_rmw" or _rmw_op(args) == "XCHG" or not isinstance(ptrs, np.ndarray):
+        return
+    val = getattr(args[2], "data", None)
+    if _rmw_op(args) in ("ADD", "FADD", "OR", "XOR") and isinstance(val, np.ndarray) and not np.any(val):
+        return  # the common read idiom (a spin's `atomic_add(flag, 0)`), without reading memory
+    flat = ptrs.astype(np.uint64).ravel()
+    changes = ~_unchanged(memory, name, args, flat, starting=False)
+    mask = getattr(args[3], "data", None) if len(args) > 3 else None
+    if isinstance(mask, np.ndarray):
+        changes &= np.broadcast_to(mask != 0, ptrs.shape).ravel()
+    if stale is not None:
+        changes &= ~np.asarray(stale).ravel()
+    if changes.any():
+        memory.note_rmw(ptrs, changes.reshape(ptrs.shape), size)
+
+
+def _cta_scope(scope: Any) -> bool:
+    """An atomic at scope "cta": morally strong only with the threads of its own CTA (program), so its acquire and
+    release order nothing between programs (PTX memory model)."""
+    return "CTA" in str(getattr(scope, "name", scope)).upper()
+
+
+def _barrier_on_use(memory: _LaunchMemory, result: Any) -> Any:
+    """`result` as a handle that notes, at the first read of its data, the lane barrier Triton emits to broadcast a
+    used scalar atomic's result (`_LaunchMemory.barrier_on_use`)."""
+    cls = _ON_USE.get(type(result))
+    if cls is None:
+        base = type(result)
+
+        class OnUse(base):  # type: ignore[misc, valid-type]
+            def __getattribute__(self, attr: str) -> Any:
+                if attr == "data":
+                    hook = object.__getattribute__(self, "__dict__").pop("_kernelgym_on_use", None)
+                    if hook is not None:
+                        hook()
+                return object.__getattribute__(self, attr)
+
+        cls = _ON_USE[base] = OnUse
+    used = cls(result.data, result.dtype)
+    seq, epoch = memory.seq, memory.epoch
+    used.__dict__["_kernelgym_on_use"] = lambda: memory.barrier_on_use(seq, epoch)
+    return used
+
+
+_ON_USE: dict[type, type] = {}
 
 
 def _exchange_landing(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, mask_at: int | None,
