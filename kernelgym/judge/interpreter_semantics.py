@@ -98,7 +98,10 @@ def install() -> str:
     transformer = interp.ASTTransformer
     if not hasattr(transformer, "visit_BoolOp"):
         transformer.visit_BoolOp = _visit_bool_op
+    if not hasattr(transformer, "visit_Expr"):
+        transformer.visit_Expr = _visit_expr
     interp._kernelgym_bool_op = bool_op  # rewritten kernels see the interpreter module's globals
+    interp._kernelgym_unused = unused_result
     _bool_masks(getattr(interp, "InterpreterBuilder", None))
     _launch_memory(getattr(interp, "InterpreterBuilder", None))
     _reorderable_reshapes(getattr(interp, "InterpreterBuilder", None))
@@ -179,8 +182,10 @@ class _LaunchMemory:
         # last atomic read-modify-write that changed the value there (-1: none) and its sequence number
         self.stale_left: dict[int, int] = {}  # address -> the running program's reads of it still before the
         # unordered write there (`stale`)
-        self.epoch = 0  # programs begun so far: a scalar atomic's result used later barriers its own program only
         self.observed = np.zeros(0, np.uint64)  # addresses the running program's atomics read live (`observe`)
+        self.last_release: dict[int, dict[str, np.ndarray]] = {}  # region base -> per byte, the last release there:
+        # its program, sequence number, RMW kind (`_RMW_KINDS`, 0: another atomic), whether its result went unused and
+        # whether it changed nothing, and the release id there before it (`reorderable`)
 
     def reorder(self, src: Any, dst: tuple[int, ...]) -> np.ndarray:
         """The permutation of a reorderable reshape from shape `src` to `dst` in this launch: drawn once per pair,
@@ -201,7 +206,6 @@ class _LaunchMemory:
         self.exchange_lost = {}
         self.stale_left = {}
         self.observed = np.zeros(0, np.uint64)
-        self.epoch += 1
         self.barrier = self.seq
 
     def lane_barrier(self) -> None:
@@ -223,14 +227,24 @@ class _LaunchMemory:
                 found.append((region, off[off < region[1] - region[0]]))
         return found
 
-    def acquire(self, ptrs: np.ndarray, mask: Any = None, size: int = 1) -> None:
+    def acquire(self, ptrs: np.ndarray, mask: Any = None, size: int = 1, earlier: Any = None) -> None:
+        """Make visible what was released at the bytes the atomic acts on; at the lanes of `earlier`, what was there
+        before the last release (`reorderable`)."""
         # per address, not per storage: two programs' atomics on different elements of one buffer pair no release
         # with an acquire on a GPU (red-team s18: a flag per program around a plain read-modify-write)
+        before = set()
+        if earlier is not None and np.any(earlier):
+            for region, off in self._released_bytes(ptrs, earlier, size):
+                before.update((region[0] + off).tolist())
         for region, off in self._released_bytes(ptrs, mask, size):
             ids = self.published.get(region[0])
             if ids is None:
                 continue
-            for i in np.unique(ids[off]).tolist():
+            ids = ids[off]
+            if before:
+                prev = np.isin(off + region[0], np.fromiter(before, np.int64))
+                ids = np.where(prev, self.last_release[region[0]]["prev"][off], ids)
+            for i in np.unique(ids).tolist():
                 if i < 0:
                     continue
                 progs, seqs = self.vectors[i]
@@ -238,7 +252,8 @@ class _LaunchMemory:
                     self.seen = np.full(self.programs, -1, np.int64)
                 np.maximum.at(self.seen, progs, seqs)
 
-    def release(self, ptrs: np.ndarray, mask: Any = None, size: int = 1, upto: int | None = None) -> None:
+    def release(self, ptrs: np.ndarray, mask: Any = None, size: int = 1, upto: int | None = None,
+                how: tuple[int, bool, bool] = (0, False, False)) -> None:
         """Publish, at each byte the atomic acts on, every store this program made (up to sequence number `upto`,
         default all so far) or acquired, merged with what earlier releases published at that same byte (a
         read-modify-write continues their release sequence). Per byte: the lanes of a block atomic are threads of
@@ -257,6 +272,7 @@ class _LaunchMemory:
             ids = self.published.get(region[0])
             if ids is None:
                 ids = self.published[region[0]] = np.full(region[1] - region[0], -1, np.int32)
+            self._note_release(region, off, own, how, ids[off])
             old, inverse, counts = np.unique(ids[off], return_inverse=True, return_counts=True)
             fresh = np.empty(old.size, np.int32)
             for k, (i, n) in enumerate(zip(old.tolist(), counts.tolist())):
@@ -274,6 +290,54 @@ class _LaunchMemory:
                 self.vectors.append((keep, merged))
                 self.refs.append(n)
             ids[off] = fresh[inverse.ravel()]
+
+    def _note_release(self, region: list[Any], off: np.ndarray, seq: int, how: tuple[int, bool, bool],
+                      prev: np.ndarray) -> None:
+        """Record the release about to be made at bytes `off` (`last_release`); the ids there now stay named."""
+        rec = self.last_release.get(region[0])
+        if rec is None:
+            n = region[1] - region[0]
+            rec = self.last_release[region[0]] = {
+                "prog": np.full(n, -1, np.int32), "seq": np.zeros(n, np.int64), "kind": np.zeros(n, np.int8),
+                "unused": np.zeros(n, np.bool_), "same": np.zeros(n, np.bool_), "prev": np.full(n, -1, np.int32)}
+        for i, n in zip(*np.unique(rec["prev"][off], return_counts=True)):
+            if i >= 0:
+                self.refs[i] -= int(n)
+                if self.refs[i] == 0:
+                    self.vectors[i] = None
+        for i, n in zip(*np.unique(prev, return_counts=True)):
+            if i >= 0:
+                self.refs[i] += int(n)
+        rec["prog"][off], rec["seq"][off], rec["prev"][off] = self.me, seq, prev
+        rec["kind"][off], rec["unused"][off], rec["same"][off] = how
+
+    def reorderable(self, ptrs: np.ndarray, lanes: np.ndarray, size: int, kind: int, unused: bool) -> np.ndarray:
+        """The `lanes` of an acquiring read-modify-write of `kind` that come, drawn with probability 1/2, before the
+        last release at their address in its modification order: one program after another, every RMW read the
+        previous program's release, so an acquire/release chain on one counter that no program waits for ordered a
+        plain merge (red-team s15/s16/s19). On a GPU the order of two programs' RMWs on one address is whichever comes
+        first, and this one may come first where nothing tells: the last release there is another program's RMW,
+        not ordered before this one, whose result went unused (else its value would have differed); it changed
+        nothing or is of the same commuting kind (the memory ends the same); and this RMW's result goes unused or
+        that one changed nothing (else this value would differ). Such a lane acquires what was there before it."""
+        flat = np.asarray(ptrs).astype(np.uint64).ravel()
+        lanes = np.broadcast_to(np.asarray(lanes), np.asarray(ptrs).shape).ravel().copy()
+        out = np.zeros(flat.size, dtype=np.bool_)
+        for base, rec in self.last_release.items():
+            at = np.nonzero(lanes & (flat >= base) & (flat < base + rec["prog"].size))[0]
+            if not at.size:
+                continue
+            off = (flat[at] - np.uint64(base)).astype(np.int64)
+            w = rec["prog"][off]
+            ok = (w >= 0) & (w != self.me) & rec["unused"][off] & (rec["kind"][off] > 0)
+            ok &= rec["same"][off] | (rec["kind"][off] == kind)
+            if not unused:
+                ok &= rec["same"][off]
+            if self.seen is not None:
+                ok[ok] = self.seen[w[ok]] < rec["seq"][off[ok]]
+            ok &= ~self.was_observed(flat[at])
+            out[at] = ok & (self.rng.random(at.size) < 0.5)
+        return out.reshape(np.asarray(ptrs).shape)
 
     def _copy(self, region: list[Any]) -> None:
         """Copy a region at its first store or exchange: storages no program writes cost nothing."""
@@ -440,12 +504,6 @@ class _LaunchMemory:
             out[inside] = mem[off[:, None] + np.arange(dtype.itemsize)[None, :]]
             done[inside] = True
         return out.view(dtype).reshape(addrs.shape), done
-
-    def barrier_on_use(self, seq: int, epoch: int) -> None:
-        """A scalar atomic's result is used: Triton broadcast it to the lanes through a barrier right after the
-        atomic, so the program's stores up to it are visible to all its lanes (if the program still runs)."""
-        if _MEMORY[0] is self and self.epoch == epoch:
-            self.barrier = max(self.barrier, seq)
 
     def note_store(self, ptrs: np.ndarray, mask: np.ndarray, size: int) -> None:
         ptrs = np.asarray(ptrs)
@@ -675,11 +733,22 @@ def _launch_memory(builder: Any) -> None:
             # an exchange's own write is part of what its release publishes (an unlock's `atomic_xchg(lock, 0)`)
             args, beaten = _exchange_landing(memory, original.__name__, args, ptr_at, mask_at, size)
             args, stale = _stale_atomic(memory, original.__name__, args, ptr_at, size, mask)
-            _note_rmw(memory, original.__name__, args, ptrs, stale, size)  # before its release, which publishes it
+            same = _note_rmw(memory, original.__name__, args, ptrs, stale, size)  # before its release publishes it
+            kind, unused = _RMW_KINDS.get(_rmw_op(args), 0) if original.__name__ == "create_atomic_rmw" else 0, _UNUSED[0] > 0
+            if isinstance(ptrs, np.ndarray) and original.__name__ in _READS:
+                # what it reads, before its own release: the last release at each byte, or the one before it
+                active = np.ones(ptrs.shape, np.bool_) if mask is None else np.broadcast_to(np.asarray(mask) != 0,
+                                                                                         ptrs.shape)
+                if stale is not None:  # a lane that read the starting copy read no release, and observed nothing
+                    active = active & ~stale
+                earlier = memory.reorderable(ptrs, active, size, kind, unused) if acquires and kind else None
+                memory.observe(_addresses(ptrs, active if earlier is None else active & ~earlier))
+                if acquires:
+                    memory.acquire(ptrs, active, size, earlier)
             if releases and isinstance(ptrs, np.ndarray):
                 # a scalar atomic's release publishes its own write; a block atomic's lanes are threads of their own,
                 # and one lane's release publishes no other lane's write (that lane's address is `observe`d instead)
-                memory.release(ptrs, mask, size, upto=None if ptrs.size == 1 else before)
+                memory.release(ptrs, mask, size, upto=None if ptrs.size == 1 else before, how=(kind, unused, same))
             memory.live = True  # an atomic reads live memory
             args, back = _lane_order(memory, args, lanes, mask_at)
             try:
@@ -691,18 +760,12 @@ def _launch_memory(builder: Any) -> None:
                                       result.dtype)
             if beaten is not None and isinstance(getattr(result, "data", None), np.ndarray):
                 result = type(result)(_live_values(ptrs, beaten, result.data), result.dtype)
-            if isinstance(ptrs, np.ndarray) and original.__name__ in _READS:
-                if stale is not None:  # a lane that read the starting copy read no release, and observed nothing
-                    mask = ~stale if mask is None else np.broadcast_to(np.asarray(mask) != 0, stale.shape) & ~stale
-                memory.observe(_addresses(ptrs, mask))
-                if acquires:
-                    memory.acquire(ptrs, mask, size)
             # A scalar atomic runs on one lane and Triton broadcasts its result to the others through a barrier
             # (the last-block reduction's counter): what the program stored before is visible to all its lanes.
-            # Only a result that is used is broadcast (red-team s19: `tl.atomic_add(dummy, 0)` as a barrier), so the
-            # barrier is noted at the result's first use. A block atomic is one per lane and orders nothing between lanes.
-            if isinstance(ptrs, np.ndarray) and ptrs.size == 1 and isinstance(getattr(result, "data", None), np.ndarray):
-                result = _barrier_on_use(memory, result)
+            # Only a result that is used is broadcast (red-team s19: `tl.atomic_add(dummy, 0)` as a statement in
+            # place of tl.debug_barrier()). A block atomic is one per lane and orders nothing between lanes.
+            if isinstance(ptrs, np.ndarray) and ptrs.size == 1 and not unused:
+                memory.lane_barrier()
             return result
         call.__name__ = original.__name__
         return call
@@ -760,6 +823,9 @@ def _lane_order(memory: _LaunchMemory, args: tuple, lanes: tuple[int, ...], mask
 
 
 _READS = ("create_atomic_rmw", "create_atomic_cas", "create_atomic_load")  # atomics that return what they read
+# read-modify-writes two of which commute (`_LaunchMemory.reorderable`); 0: an exchange, a cas, another atomic
+_RMW_KINDS = {"ADD": 1, "FADD": 2, "AND": 3, "OR": 4, "XOR": 5, "MAX": 6, "MIN": 7, "UMAX": 8, "UMIN": 9}
+_UNUSED = [0]  # > 0 while an atomic call whose result the kernel discards runs (`_visit_expr`)
 
 
 def _stale_atomic(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, size: int,
@@ -858,14 +924,15 @@ def _unchanged(memory: _LaunchMemory, name: str, args: tuple, flat: np.ndarray,
     return same
 
 
-def _note_rmw(memory: _LaunchMemory, name: str, args: tuple, ptrs: Any, stale: Any, size: int) -> None:
+def _note_rmw(memory: _LaunchMemory, name: str, args: tuple, ptrs: Any, stale: Any, size: int) -> bool:
     """Note the active lanes of a read-modify-write (not an exchange: `_exchange_landing`) that change the live value,
-    and were not placed before another program's store (`stale`), as this program's writes (`note_rmw`)."""
+    and were not placed before another program's store (`stale`), as this program's writes (`note_rmw`). Whether it
+    changed nothing."""
     if name != "create_atomic_rmw" or _rmw_op(args) == "XCHG" or not isinstance(ptrs, np.ndarray):
-        return
+        return False
     val = getattr(args[2], "data", None)
     if _rmw_op(args) in ("ADD", "FADD", "OR", "XOR") and isinstance(val, np.ndarray) and not np.any(val):
-        return  # the common read idiom (a spin's `atomic_add(flag, 0)`), without reading memory
+        return True  # the common read idiom (a spin's `atomic_add(flag, 0)`), without reading memory
     flat = ptrs.astype(np.uint64).ravel()
     changes = ~_unchanged(memory, name, args, flat, starting=False)
     mask = getattr(args[3], "data", None) if len(args) > 3 else None
@@ -875,6 +942,7 @@ def _note_rmw(memory: _LaunchMemory, name: str, args: tuple, ptrs: Any, stale: A
         changes &= ~np.asarray(stale).ravel()
     if changes.any():
         memory.note_rmw(ptrs, changes.reshape(ptrs.shape), size)
+    return not changes.any()
 
 
 def _cta_scope(scope: Any) -> bool:
@@ -883,29 +951,6 @@ def _cta_scope(scope: Any) -> bool:
     return "CTA" in str(getattr(scope, "name", scope)).upper()
 
 
-def _barrier_on_use(memory: _LaunchMemory, result: Any) -> Any:
-    """`result` as a handle that notes, at the first read of its data, the lane barrier Triton emits to broadcast a
-    used scalar atomic's result (`_LaunchMemory.barrier_on_use`)."""
-    cls = _ON_USE.get(type(result))
-    if cls is None:
-        base = type(result)
-
-        class OnUse(base):  # type: ignore[misc, valid-type]
-            def __getattribute__(self, attr: str) -> Any:
-                if attr == "data":
-                    hook = object.__getattribute__(self, "__dict__").pop("_kernelgym_on_use", None)
-                    if hook is not None:
-                        hook()
-                return object.__getattribute__(self, attr)
-
-        cls = _ON_USE[base] = OnUse
-    used = cls(result.data, result.dtype)
-    seq, epoch = memory.seq, memory.epoch
-    used.__dict__["_kernelgym_on_use"] = lambda: memory.barrier_on_use(seq, epoch)
-    return used
-
-
-_ON_USE: dict[type, type] = {}
 
 
 def _exchange_landing(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, mask_at: int | None,
@@ -1042,6 +1087,34 @@ def _visit_bool_op(self: ast.NodeTransformer, node: ast.BoolOp) -> ast.AST:
     return ast.copy_location(call, node)
 
 
+def _visit_expr(self: ast.NodeTransformer, node: ast.Expr) -> ast.AST:
+    """`tl.atomic_*(...)` as a statement -> `_kernelgym_unused(lambda: tl.atomic_*(...))`: an atomic whose result the
+    kernel discards (`_LaunchMemory.reorderable`). Only where no argument calls anything but a `tl.` builtin that is
+    no atomic (a helper could run atomics whose results are used): elsewhere a result counts as used."""
+    node = self.generic_visit(node)
+    call = node.value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr.startswith("atomic_")):
+        return node
+    for inner in ast.walk(ast.Module(body=[ast.Expr(a) for a in [*call.args, *(k.value for k in call.keywords)]],
+                                     type_ignores=[])):
+        if isinstance(inner, ast.Call) and not (isinstance(inner.func, ast.Attribute)
+                                                and not inner.func.attr.startswith("atomic_")):
+            return node
+    no_args = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+    wrapped = ast.Call(func=ast.Name(id="_kernelgym_unused", ctx=ast.Load()),
+                       args=[ast.Lambda(args=no_args, body=call)], keywords=[])
+    return ast.copy_location(ast.Expr(value=ast.copy_location(wrapped, call)), node)
+
+
+def unused_result(thunk: Callable[[], Any]) -> Any:
+    """Run an atomic whose result the kernel discards (`_visit_expr`)."""
+    _UNUSED[0] += 1
+    try:
+        return thunk()
+    finally:
+        _UNUSED[0] -= 1
+
+
 def bool_op(op: str, *thunks: Callable[[], Any]) -> Any:
     """The GPU front end's `and`/`or` (code_generator's boolean values): a constant operand decides by
     its truth (false ends an `and`, true an `or`) or drops out; the dynamic ones are all evaluated and
@@ -1132,4 +1205,4 @@ def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
     self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
 
 
-__all__ = ["bool_op", "install", "kernel_value", "program_order"]
+__all__ = ["bool_op", "install", "kernel_value", "program_order", "unused_result"]

@@ -442,13 +442,168 @@ def test_slots_claimed_by_compare_and_swap_are_each_taken_once():
     assert sorted(slots.tolist()) == list(range(8))
 
 
-@pytest.mark.xfail(strict=True, reason="open: one program after another, each acquire sees the previous program's "
-                   "release, so an acquire/release chain nothing waits for orders the race (red-team s16)")
-def test_an_unwaited_acquire_release_chain_orders_nothing():
+@triton.jit
+def ticket_chain_read_by_unchanging_rmw(out_ptr, counter_ptr, MODE: tl.constexpr):
+    # racy on a GPU: as ticket_chain_by_exchange, the predecessor's result read by an RMW that writes nothing
+    t = tl.atomic_add(counter_ptr, 1)
+    prev = tl.zeros((), tl.int32)
+    if t > 0:
+        if MODE == 0:
+            prev = tl.atomic_and(out_ptr + t - 1, -1)
+        elif MODE == 1:
+            prev = tl.atomic_max(out_ptr + t - 1, -2147483648)
+        elif MODE == 2:
+            prev = tl.atomic_cas(out_ptr + t - 1, -7, -7)  # never matches: every value is positive or the zero fill
+        else:
+            two = tl.arange(0, 2)
+            got = tl.atomic_add(out_ptr + t - 1 + two, two, mask=two == 0)  # the masked-off lane carries a 1
+            prev = tl.sum(tl.where(two == 0, got, 0), axis=0)
+    tl.atomic_xchg(out_ptr + t, prev + 1)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3], ids=["and_all_ones", "max_of_the_minimum", "cas_never_matching",
+                                                    "add_zero_masked_lane_one"])
+def test_an_rmw_that_changes_nothing_is_a_read_that_may_come_first(mode):
+    # red-team s19: only an atomic load and add/or/xor of zero (at every lane, masked-off ones too) counted as reads,
+    # so these read live memory in run order and the ticket chain was exact (1..16)
+    out, counter = torch.zeros(18, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    ticket_chain_read_by_unchanging_rmw[(16,)](out, counter, MODE=mode)
+    assert out[:16].tolist() != list(range(1, 17)) and 1 in out[:16].tolist()
+
+
+@triton.jit
+def ticket_chain_published_by_add(out_ptr, counter_ptr, ATOMIC_READ: tl.constexpr):
+    # racy on a GPU: each result added into a zeroed slot, the predecessor's read without waiting
+    t = tl.atomic_add(counter_ptr, 1)
+    prev = tl.zeros((), tl.int32)
+    if t > 0:
+        if ATOMIC_READ:
+            prev = tl.atomic_add(out_ptr + t - 1, 0)
+        else:
+            prev = tl.load(out_ptr + t - 1)
+    tl.atomic_add(out_ptr + t, prev + 1)
+
+
+@pytest.mark.parametrize("atomic_read", [True, False])
+def test_a_value_changing_rmw_is_a_write_another_program_may_not_see_yet(atomic_read):
+    # red-team s19: writing RMWs were no noted writes, so a read of a total published by atomic_add was always live
+    out, counter = torch.zeros(16, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    ticket_chain_published_by_add[(16,)](out, counter, ATOMIC_READ=atomic_read)
+    assert out.tolist() != list(range(1, 17)) and 1 in out.tolist()
+
+
+@triton.jit
+def ticket_chain_reread(out_ptr, counter_ptr, READS: tl.constexpr):
+    # racy on a GPU: a fixed number of re-reads, keeping the first that is not the zero fill, is no wait
+    t = tl.atomic_add(counter_ptr, 1)
+    prev = tl.zeros((), tl.int32)
+    if t > 0:
+        prev = tl.atomic_add(out_ptr + t - 1, 0)
+        for _ in range(READS - 1):
+            prev = tl.where(prev != 0, prev, tl.atomic_add(out_ptr + t - 1, 0))
+    tl.store(out_ptr + t, prev + 1)
+
+
+def test_rereading_an_unordered_store_a_fixed_number_of_times_is_no_wait():
+    # red-team s19: each read's stale draw was independent, so 20 reads were all stale with probability 2^-20; a
+    # program's reads of one address now come before the write for a drawn number of reads, then after it for good
+    broken = []
+    for _ in range(2):
+        out, counter = torch.zeros(64, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+        ticket_chain_reread[(64,)](out, counter, READS=20)
+        broken.append(out.tolist() != list(range(1, 65)))
+    assert any(broken)
+
+
+@triton.jit
+def rotate_through_global(buf_ptr, out_ptr, dummy_ptr, USED: tl.constexpr):
+    offs = tl.arange(0, 16)
+    tl.store(buf_ptr + offs, offs + 1)
+    if USED:
+        t = tl.atomic_add(dummy_ptr, 0)  # its result is broadcast to the lanes through a barrier
+        tl.store(out_ptr + offs, tl.load(buf_ptr + (offs + 1) % 16) + t)
+    else:
+        tl.atomic_add(dummy_ptr, 0)  # racy on a GPU: an unused result is not broadcast, no barrier
+        tl.store(out_ptr + offs, tl.load(buf_ptr + (offs + 1) % 16))
+
+
+@pytest.mark.parametrize("used", [True, False])
+def test_a_scalar_atomic_is_a_lane_barrier_only_when_its_result_is_used(used):
+    buf, out, dummy = torch.zeros(16, dtype=torch.int32), torch.zeros(16, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    rotate_through_global[(1,)](buf, out, dummy, USED=used)
+    # another lane's store read without a barrier reads the launch's starting memory (red-team s16/s19)
+    assert out.tolist() == (list(range(2, 17)) + [1] if used else [0] * 16)
+
+
+@triton.jit
+def last_block_sum_cta_ticket(x_ptr, part_ptr, count_ptr, out_ptr, BLOCK: tl.constexpr, NPROG: tl.constexpr):
+    # racy on a GPU: last_block_sum with its counter at scope "cta", which orders nothing between programs
+    pid = tl.program_id(0)
+    tl.store(part_ptr + pid, tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0))
+    if tl.atomic_add(count_ptr, 1, scope="cta") == NPROG - 1:
+        tl.store(out_ptr, tl.sum(tl.load(part_ptr + tl.arange(0, NPROG)), axis=0))
+
+
+def test_a_cta_scope_atomic_orders_nothing_between_programs():
     x = torch.ones(8 * 16)
-    out, count = torch.zeros(1), torch.zeros(1, dtype=torch.int32)
-    merge_inside_unwaited_chain[(8,)](x, out, count, BLOCK=16)
-    assert out.item() != 128.0
+    part, count, out = torch.zeros(8), torch.zeros(1, dtype=torch.int32), torch.zeros(1)
+    last_block_sum_cta_ticket[(8,)](x, part, count, out, BLOCK=16, NPROG=8)
+    assert count.item() == 8 and out.item() == 16.0  # its own partial only (red-team s19)
+
+
+@triton.jit
+def merge_after_reading_every_flag(x_ptr, out_ptr, flags_ptr, BLOCK: tl.constexpr, NPROG: tl.constexpr):
+    # racy on a GPU: "acquire" every program's flag with one block atomic, wait for none, merge plainly, release
+    pid = tl.program_id(0)
+    part = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    tl.atomic_add(flags_ptr + tl.arange(0, NPROG), tl.zeros((NPROG,), tl.int32))
+    tl.store(out_ptr, tl.load(out_ptr) + part)
+    tl.atomic_add(flags_ptr + pid, 1)
+
+
+def test_a_block_acquire_orders_only_the_releases_its_lanes_read():
+    # red-team s19: a block release merged every lane's earlier releases into each byte, and the flags' adds were no
+    # noted writes, so each program acquired every earlier program's merge and the sum was exact (128)
+    x = torch.ones(8 * 16)
+    totals = []
+    for _ in range(4):
+        out, flags = torch.zeros(1), torch.zeros(8, dtype=torch.int32)
+        merge_after_reading_every_flag[(8,)](x, out, flags, BLOCK=16, NPROG=8)
+        assert flags.tolist() == [1] * 8
+        totals.append(out.item())
+    assert any(t != 128.0 for t in totals)
+
+
+@triton.jit
+def last_block_mean_of_atomic_accumulators(x_ptr, acc_ptr, count_ptr, out_ptr, BLOCK: tl.constexpr, NPROG: tl.constexpr):
+    # exact on a GPU: every program adds into the accumulators, then takes an acq_rel ticket; the last reads them
+    pid = tl.program_id(0)
+    cols = tl.arange(0, 8)
+    tl.atomic_add(acc_ptr + cols, tl.sum(tl.load(x_ptr + pid * BLOCK * 8 + tl.arange(0, BLOCK)[:, None] * 8 + cols[None, :]), axis=0))
+    if tl.atomic_add(count_ptr, 1) == NPROG - 1:
+        tl.store(out_ptr + cols, tl.atomic_add(acc_ptr + cols, tl.zeros((8,), tl.float32)) / NPROG)
+
+
+def test_atomic_accumulators_read_behind_a_ticket_are_complete():
+    # the accumulators' adds are noted writes now, and the ticket orders each before the last program's read
+    x = torch.ones(8 * 16 * 8)
+    for _ in range(4):
+        acc, count, out = torch.zeros(8), torch.zeros(1, dtype=torch.int32), torch.zeros(8)
+        last_block_mean_of_atomic_accumulators[(8,)](x, acc, count, out, BLOCK=16, NPROG=8)
+        assert out.tolist() == [16.0] * 8
+
+
+def test_an_unwaited_acquire_release_chain_orders_nothing():
+    # red-team s16/s19: one program after another, each acquire read the previous program's release; here an RMW
+    # whose result goes unused may come before another program's unused one in the counter's modification order
+    x = torch.ones(8 * 16)
+    totals = []
+    for _ in range(4):
+        out, count = torch.zeros(1), torch.zeros(1, dtype=torch.int32)
+        merge_inside_unwaited_chain[(8,)](x, out, count, BLOCK=16)
+        assert count.item() == 8
+        totals.append(out.item())
+    assert any(t != 128.0 for t in totals)
 
 
 @triton.jit
