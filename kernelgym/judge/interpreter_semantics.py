@@ -182,7 +182,7 @@ class _LaunchMemory:
         # last atomic read-modify-write that changed the value there (-1: none) and its sequence number
         self.stale_left: dict[int, int] = {}  # address -> the running program's reads of it still before the
         # unordered write there (`stale`)
-        self.observed = np.zeros(0, np.uint64)  # addresses the running program's atomics read live (`observe`)
+        self.observed: set[int] = set()  # addresses the running program's atomics read live (`observe`)
         self.last_release: dict[int, dict[str, np.ndarray]] = {}  # region base -> per byte, the last release there:
         # its program, sequence number, RMW kind (`_RMW_KINDS`, 0: another atomic), whether its result went unused and
         # whether it changed nothing, and the release id there before it (`reorderable`)
@@ -205,7 +205,7 @@ class _LaunchMemory:
         self.superseded = {}
         self.exchange_lost = {}
         self.stale_left = {}
-        self.observed = np.zeros(0, np.uint64)
+        self.observed = set()
         self.barrier = self.seq
 
     def lane_barrier(self) -> None:
@@ -378,13 +378,13 @@ class _LaunchMemory:
         accesses to them (coherence), whatever its acquires ordered. Per address, not per program: the lanes of a
         block atomic are threads of their own, and reading one address orders nothing else another program wrote,
         not even by the same block atomic."""
-        if addrs.size:
-            self.observed = np.union1d(self.observed, addrs.astype(np.uint64))
+        self.observed.update(addrs.astype(np.uint64).tolist())
 
     def was_observed(self, addrs: np.ndarray) -> np.ndarray:
-        if not self.observed.size:
+        if not self.observed:
             return np.zeros(addrs.size, dtype=np.bool_)
-        return np.isin(addrs.astype(np.uint64), self.observed)
+        seen = self.observed
+        return np.fromiter((a in seen for a in addrs.astype(np.uint64).tolist()), np.bool_, addrs.size)
 
     def exchange(self, ptrs: np.ndarray, active: np.ndarray, size: int, draw: bool = True) -> np.ndarray:
         """The lanes of an atomic_xchg / atomic_store that land, noting them as the last exchange at their bytes.
@@ -670,7 +670,7 @@ _MEMORY: list[_LaunchMemory | None] = [None]  # the launch running now (launches
 # stale read costs the interpreter about half a millisecond): at 3/4, a re-read of 41 reads is stale in 3% of the
 # programs, a stale spin takes about 30 reads.
 _STALE_READS_CAP = 1 << 12
-_STALE_READS_TAIL = 0.75
+_STALE_READS_TAIL = 1.0
 
 
 def _semantics(sem: Any) -> tuple[bool, bool]:
