@@ -20,26 +20,31 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   default acq_rel) publishes, at its storage, every store its program made or acquired so far, and an atomic with
   acquire semantics on that storage (a lock's `atomic_cas`, a last-block counter's `atomic_add`, an atomic load)
   makes them visible to its program (the Triton tutorials' lock-guarded accumulation; a last-block reduction), at
-  that address only (red-team s18: per storage, per-program flags ordered a race). Atomics act on live memory, but
-  an atomic over another program's unordered plain store (or, if it only reads, exchange) reads the launch's
-  starting memory with probability 1/2, as if it came first (red-team s18: a dynamic-ticket scan that read its
-  predecessor's total without waiting). Two plain stores to one address that nothing orders leave either value on a
+  that address only (red-team s18: per storage, per-program flags ordered a race; s19: per byte, per lane of a
+  block atomic). An atomic at scope "cta" orders nothing between programs. Atomics act on live memory, but an
+  atomic over another program's unordered plain store (or, if it only reads, exchange or value-changing
+  read-modify-write) reads the launch's starting memory, as if it came first (red-team s18: a dynamic-ticket scan
+  that read its predecessor's total without waiting): a read-modify-write that leaves the value unchanged (and with
+  all ones, max with the minimum, a cas that does not match) is a read, one that changes it is a write a plain load
+  may read before as well, and whether a program's reads of an address come before such a write is drawn once per
+  program and address, for a number of reads (s19: a fixed number of re-reads is no wait). Two plain stores to one address that nothing orders leave either value on a
   GPU, where the interpreter let the later one in run order (or the last lane of a block) win, which an answer can
   line up with its data (red-team s17): a store over another program's unordered store lands or not at random, and
   of the lanes of one store that write one address, one drawn at random lands; likewise an `atomic_xchg` /
   `atomic_store` over another program's unordered exchange (a matching cas counts as one), plain stores and exchanges
   race with each other, and the lanes of one block atomic that share an address run in a random order (red-team
-  s18). Open: one program after another, an acquire/release chain no program waits for orders every program after
-  the previous one; other read-modify-writes (an add of a chosen difference) still act in run order (`_LaunchMemory`).
+  s18). Two read-modify-writes of one address whose results go unused (a counter nobody reads) come in either
+  order, so an acquire/release chain on it that nothing waits for orders nothing (red-team s16/s19,
+  `_LaunchMemory.reorderable`). Open: read-modify-writes whose results are used act in run order (`_LaunchMemory`).
 - Memory between the lanes of one program: a GPU program is many threads, and a block stored to global memory
   then read back at other places of the block (another lane's element, or a block of another shape) races
   without `tl.debug_barrier()`, since Triton inserts no barrier for a global round trip (triton-lang/triton
   #1097, #1615); the interpreter's whole-block numpy loads and stores made a Hillis-Steele scan through global
   memory exact (red-team s16). Here such a load reads the launch's starting memory, unless a barrier or a scalar
-  atomic (its result reaches the lanes through a barrier) came between, and a store over such a store of another
-  lane lands or not at random (red-team s17); an atomic over it reads the starting memory with probability 1/2
-  (red-team s18). Open: a store racing with an earlier load of another lane (write after read), and a scalar atomic
-  whose result nothing uses (no barrier on a GPU).
+  atomic whose result is used (it reaches the lanes through a barrier; one called as a statement has none, s19) came
+  between, and a store over such a store of another lane lands or not at random (red-team s17); an atomic over it
+  reads the starting memory with probability 1/2 (red-team s18). Open: a store racing with an earlier load of
+  another lane (write after read).
 - Reorderable reshapes: `tl.view` is `tl.reshape(x, shape, can_reorder=True)`, whose element order the GPU leaves
   to its layouts (triton-lang/triton#2829); the interpreter kept the order, so a `tl.view`-flattened tile stored at
   row-major offsets was exact on CPU only (red-team s17). Here the result is permuted (`_reorderable_reshapes`).
@@ -53,7 +58,8 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   the interpreter refused it; the GPU compiles it. Masked loads and stores take the mask's values as bools.
 
 `install` replaces `GridExecutor.__call__` with `_run_grid` (the interpreter's steps, with the three
-launch differences fixed) and adds a `BoolOp` rewrite to the interpreter's AST transformer. It only
+launch differences fixed) and adds a `BoolOp` rewrite and an unused-atomic-result marker (`_visit_expr`) to the
+interpreter's AST transformer. It only
 installs on interpreters whose internals it knows (it checks for each name it uses) and says why not.
 """
 
@@ -468,9 +474,9 @@ class _LaunchMemory:
         program that reads an address over and over sees the write from some read on, and from then on always
         (coherence), so a fixed number of re-reads keeping the first non-zero value was exact here with independent
         1/2 draws (red-team s19). The first read comes before the write with probability 1/2; if it does, so do the
-        next n - 1, with P(n >= k) = k^(-a) (a = `_STALE_READS_TAIL`) up to `_STALE_READS_CAP`: a spin on a flag
-        still ends (after cap^(1-a) / (1-a) reads at most on average), a bounded re-read of k reads stays stale with
-        probability k^(-a) / 2 per program."""
+        next n - 1, with P(n >= k) = 1/k up to `_STALE_READS_CAP`: a spin on a flag still ends (after about
+        ln(cap) + 0.6 = 9 reads on average, once stale), and a bounded re-read of k reads stays stale in 1/(2k) of
+        the programs (41 reads over a 40-program launch: 39%; a judge runs up to nine launches)."""
         out = np.zeros(addrs.size, dtype=np.bool_)
         seen: dict[int, bool] = {}
         for i, a in enumerate(addrs.tolist()):
@@ -480,7 +486,7 @@ class _LaunchMemory:
             left = self.stale_left.get(a)
             if left is None:
                 u = 1.0 - self.rng.random()
-                left = 0 if self.rng.random() < 0.5 else int(min(_STALE_READS_CAP, u ** (-1 / _STALE_READS_TAIL)))
+                left = 0 if self.rng.random() < 0.5 else int(min(_STALE_READS_CAP, 1.0 / u))
             out[i] = seen[a] = left > 0
             self.stale_left[a] = max(0, left - 1)
         return out
@@ -665,12 +671,10 @@ def _addresses(ptrs: np.ndarray, mask: Any = None) -> np.ndarray:
 
 _MEMORY: list[_LaunchMemory | None] = [None]  # the launch running now (launches do not nest)
 # The most reads of one address a program makes before another program's unordered write there reaches them
-# (`_LaunchMemory.stale`): bounds a stale spin's length; a re-read of more than this many reads is not caught.
-# P(n >= k) = k^(-_STALE_READS_TAIL): a heavier tail catches longer re-reads and makes honest spins longer (each
-# stale read costs the interpreter about half a millisecond): at 3/4, a re-read of 41 reads is stale in 3% of the
-# programs, a stale spin takes about 30 reads.
+# (`_LaunchMemory.stale`): bounds a stale spin's length; a re-read of more reads is not caught, and costs the answer
+# that many interpreted atomics in every program. A heavier tail than P(n >= k) = 1/k would catch longer re-reads
+# and lengthen every honest spin (a stale read costs the interpreter about half a millisecond).
 _STALE_READS_CAP = 1 << 12
-_STALE_READS_TAIL = 1.0
 
 
 def _semantics(sem: Any) -> tuple[bool, bool]:
