@@ -258,8 +258,7 @@ class _LaunchMemory:
                     self.seen = np.full(self.programs, -1, np.int64)
                 np.maximum.at(self.seen, progs, seqs)
 
-    def release(self, ptrs: np.ndarray, mask: Any = None, size: int = 1, upto: int | None = None,
-                how: tuple[int, bool, bool] = (0, False, False)) -> None:
+    def release(self, ptrs: np.ndarray, mask: Any = None, size: int = 1, upto: int | None = None) -> None:
         """Publish, at each byte the atomic acts on, every store this program made (up to sequence number `upto`,
         default all so far) or acquired, merged with what earlier releases published at that same byte (a
         read-modify-write continues their release sequence). Per byte: the lanes of a block atomic are threads of
@@ -278,7 +277,6 @@ class _LaunchMemory:
             ids = self.published.get(region[0])
             if ids is None:
                 ids = self.published[region[0]] = np.full(region[1] - region[0], -1, np.int32)
-            self._note_release(region, off, own, how, ids[off])
             old, inverse, counts = np.unique(ids[off], return_inverse=True, return_counts=True)
             fresh = np.empty(old.size, np.int32)
             for k, (i, n) in enumerate(zip(old.tolist(), counts.tolist())):
@@ -297,25 +295,28 @@ class _LaunchMemory:
                 self.refs.append(n)
             ids[off] = fresh[inverse.ravel()]
 
-    def _note_release(self, region: list[Any], off: np.ndarray, seq: int, how: tuple[int, bool, bool],
-                      prev: np.ndarray) -> None:
-        """Record the release about to be made at bytes `off` (`last_release`); the ids there now stay named."""
-        rec = self.last_release.get(region[0])
-        if rec is None:
-            n = region[1] - region[0]
-            rec = self.last_release[region[0]] = {
-                "prog": np.full(n, -1, np.int32), "seq": np.zeros(n, np.int64), "kind": np.zeros(n, np.int8),
-                "unused": np.zeros(n, np.bool_), "same": np.zeros(n, np.bool_), "prev": np.full(n, -1, np.int32)}
-        for i, n in zip(*np.unique(rec["prev"][off], return_counts=True)):
-            if i >= 0:
-                self.refs[i] -= int(n)
-                if self.refs[i] == 0:
-                    self.vectors[i] = None
-        for i, n in zip(*np.unique(prev, return_counts=True)):
-            if i >= 0:
-                self.refs[i] += int(n)
-        rec["prog"][off], rec["seq"][off], rec["prev"][off] = self.me, seq, prev
-        rec["kind"][off], rec["unused"][off], rec["same"][off] = how
+    def note_atomic_write(self, ptrs: np.ndarray, lanes: np.ndarray, size: int, how: tuple[int, bool, bool]) -> None:
+        """Record an atomic that writes (`lanes`: those that acted on live memory) as the last there
+        (`last_release`): its program, its write's sequence number, `how` (kind, result unused, changed nothing), and
+        the release id there before it; called before its own release."""
+        self.seq += 1
+        for region, off in self._released_bytes(ptrs, lanes, size):
+            rec = self.last_release.get(region[0])
+            if rec is None:
+                n = region[1] - region[0]
+                rec = self.last_release[region[0]] = {
+                    "prog": np.full(n, -1, np.int32), "seq": np.zeros(n, np.int64), "kind": np.zeros(n, np.int8),
+                    "unused": np.zeros(n, np.bool_), "same": np.zeros(n, np.bool_), "prev": np.full(n, -1, np.int32)}
+            ids = self.published.get(region[0])
+            prev = ids[off] if ids is not None else np.full(off.size, -1, np.int32)
+            for old, sign in ((rec["prev"][off], -1), (prev, 1)):  # the ids named as "before the last" stay alive
+                for i, n in zip(*np.unique(old, return_counts=True)):
+                    if i >= 0:
+                        self.refs[i] += sign * int(n)
+                        if self.refs[i] == 0:
+                            self.vectors[i] = None
+            rec["prog"][off], rec["seq"][off], rec["prev"][off] = self.me, self.seq, prev
+            rec["kind"][off], rec["unused"][off], rec["same"][off] = how
 
     def reorderable(self, ptrs: np.ndarray, lanes: np.ndarray, size: int, kind: int, unused: bool) -> np.ndarray:
         """The `lanes` of an acquiring read-modify-write of `kind` that come, drawn with probability 1/2, before the
@@ -737,22 +738,30 @@ def _launch_memory(builder: Any) -> None:
             # an exchange's own write is part of what its release publishes (an unlock's `atomic_xchg(lock, 0)`)
             args, beaten = _exchange_landing(memory, original.__name__, args, ptr_at, mask_at, size)
             args, stale = _stale_atomic(memory, original.__name__, args, ptr_at, size, mask)
-            same = _note_rmw(memory, original.__name__, args, ptrs, stale, size)  # before its release publishes it
-            kind, unused = _RMW_KINDS.get(_rmw_op(args), 0) if original.__name__ == "create_atomic_rmw" else 0, _UNUSED[0] > 0
-            if isinstance(ptrs, np.ndarray) and original.__name__ in _READS:
-                # what it reads, before its own release: the last release at each byte, or the one before it
+            name = original.__name__
+            kind, unused = _RMW_KINDS.get(_rmw_op(args), 0) if name == "create_atomic_rmw" else 0, _UNUSED[0] > 0
+            earlier = None
+            if isinstance(ptrs, np.ndarray) and name in _READS:
                 active = np.ones(ptrs.shape, np.bool_) if mask is None else np.broadcast_to(np.asarray(mask) != 0,
                                                                                          ptrs.shape)
                 if stale is not None:  # a lane that read the starting copy read no release, and observed nothing
                     active = active & ~stale
-                earlier = memory.reorderable(ptrs, active, size, kind, unused) if acquires and kind else None
-                memory.observe(_addresses(ptrs, active if earlier is None else active & ~earlier))
+                # what it reads: the last release at each byte, or (`reorderable`) the one before it
+                earlier = memory.reorderable(ptrs, active, size, kind, unused) if kind else None
+                # observed all the same: its later accesses there read live memory, which a GPU may show them
+                # too (the value before that RMW would lack this program's own write, as the starting copy does)
+                memory.observe(_addresses(ptrs, active))
                 if acquires:
                     memory.acquire(ptrs, active, size, earlier)
+            same = _note_rmw(memory, name, args, ptrs, stale, size)  # before its release, which publishes it
+            if isinstance(ptrs, np.ndarray) and name in ("create_atomic_rmw", "create_atomic_cas", "create_atomic_store"):
+                wrote = np.ones(ptrs.shape, np.bool_) if mask is None else np.broadcast_to(np.asarray(mask) != 0,
+                                                                                        ptrs.shape)
+                memory.note_atomic_write(ptrs, wrote if stale is None else wrote & ~stale, size, (kind, unused, same))
             if releases and isinstance(ptrs, np.ndarray):
                 # a scalar atomic's release publishes its own write; a block atomic's lanes are threads of their own,
                 # and one lane's release publishes no other lane's write (that lane's address is `observe`d instead)
-                memory.release(ptrs, mask, size, upto=None if ptrs.size == 1 else before, how=(kind, unused, same))
+                memory.release(ptrs, mask, size, upto=None if ptrs.size == 1 else before)
             memory.live = True  # an atomic reads live memory
             args, back = _lane_order(memory, args, lanes, mask_at)
             try:
