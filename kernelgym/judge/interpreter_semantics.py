@@ -189,9 +189,9 @@ class _LaunchMemory:
         self.stale_left: dict[int, int] = {}  # address -> the running program's reads of it still before the
         # unordered write there (`stale`)
         self.observed: set[int] = set()  # addresses the running program's atomics read live (`observe`)
-        self.last_release: dict[int, dict[str, np.ndarray]] = {}  # region base -> per byte, the last release there:
-        # its program, sequence number, RMW kind (`_RMW_KINDS`, 0: another atomic), whether its result went unused and
-        # whether it changed nothing, and the release id there before it (`reorderable`)
+        self.last_release: dict[int, dict[str, np.ndarray]] = {}  # region base -> per byte, the last atomic write
+        # there: its program, sequence number, RMW kind (`_RMW_KINDS`, 0: another atomic), whether its result went
+        # unused and whether it changed nothing, and the release id there before it (`note_atomic_write`)
 
     def reorder(self, src: Any, dst: tuple[int, ...]) -> np.ndarray:
         """The permutation of a reorderable reshape from shape `src` to `dst` in this launch: drawn once per pair,
@@ -319,11 +319,11 @@ class _LaunchMemory:
             rec["kind"][off], rec["unused"][off], rec["same"][off] = how
 
     def reorderable(self, ptrs: np.ndarray, lanes: np.ndarray, size: int, kind: int, unused: bool) -> np.ndarray:
-        """The `lanes` of an acquiring read-modify-write of `kind` that come, drawn with probability 1/2, before the
-        last release at their address in its modification order: one program after another, every RMW read the
-        previous program's release, so an acquire/release chain on one counter that no program waits for ordered a
-        plain merge (red-team s15/s16/s19). On a GPU the order of two programs' RMWs on one address is whichever comes
-        first, and this one may come first where nothing tells: the last release there is another program's RMW,
+        """The `lanes` of a read-modify-write of `kind` that come, drawn with probability 1/2, before the last atomic
+        write at their address in its modification order: one program after another, every RMW read the previous
+        program's release, so an acquire/release chain on one counter that no program waits for ordered a plain
+        merge (red-team s15/s16/s19). On a GPU the order of two programs' RMWs on one address is whichever comes
+        first, and this one may come first where nothing tells: the last atomic write there is another program's RMW,
         not ordered before this one, whose result went unused (else its value would have differed); it changed
         nothing or is of the same commuting kind (the memory ends the same); and this RMW's result goes unused or
         that one changed nothing (else this value would differ). Such a lane acquires what was there before it."""
