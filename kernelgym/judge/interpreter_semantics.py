@@ -27,12 +27,12 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   that read its predecessor's total without waiting): a read-modify-write that leaves the value unchanged (and with
   all ones, max with the minimum, a cas that does not match) is a read, one that changes it is a write a plain load
   may read before as well, and whether a program's reads of an address come before such a write is drawn once per
-  program and address, for a number of reads (s19: a fixed number of re-reads is no wait). Two plain stores to one address that nothing orders leave either value on a
-  GPU, where the interpreter let the later one in run order (or the last lane of a block) win, which an answer can
-  line up with its data (red-team s17): a store over another program's unordered store lands or not at random, and
-  of the lanes of one store that write one address, one drawn at random lands; likewise an `atomic_xchg` /
-  `atomic_store` over another program's unordered exchange (a matching cas counts as one), plain stores and exchanges
-  race with each other, and the lanes of one block atomic that share an address run in a random order (red-team
+  program and address, for a number of reads (s19: a fixed number of re-reads is no wait). Two plain stores to
+  one address that nothing orders leave either value on a GPU, where the interpreter let the later one in run
+  order (or the last lane of a block) win, which an answer can line up with its data (red-team s17): a store over
+  another program's unordered store lands or not at random, and of the lanes of one store that write one address,
+  one drawn at random lands; likewise an `atomic_xchg` / `atomic_store` over another program's unordered exchange
+  (a matching cas counts as one), plain stores and exchanges race with each other, and the lanes of one block atomic that share an address run in a random order (red-team
   s18). Two read-modify-writes of one address whose results go unused (a counter nobody reads) come in either
   order, so an acquire/release chain on it that nothing waits for orders nothing (red-team s16/s19,
   `_LaunchMemory.reorderable`). Open: read-modify-writes whose results are used act in run order (`_LaunchMemory`).
@@ -754,7 +754,7 @@ def _launch_memory(builder: Any) -> None:
                 if acquires:
                     memory.acquire(ptrs, active, size, earlier)
             same = _note_rmw(memory, name, args, ptrs, stale, size)  # before its release, which publishes it
-            if isinstance(ptrs, np.ndarray) and name in ("create_atomic_rmw", "create_atomic_cas", "create_atomic_store"):
+            if isinstance(ptrs, np.ndarray) and name in _WRITES:
                 wrote = np.ones(ptrs.shape, np.bool_) if mask is None else np.broadcast_to(np.asarray(mask) != 0,
                                                                                         ptrs.shape)
                 memory.note_atomic_write(ptrs, wrote if stale is None else wrote & ~stale, size, (kind, unused, same))
@@ -836,6 +836,7 @@ def _lane_order(memory: _LaunchMemory, args: tuple, lanes: tuple[int, ...], mask
 
 
 _READS = ("create_atomic_rmw", "create_atomic_cas", "create_atomic_load")  # atomics that return what they read
+_WRITES = ("create_atomic_rmw", "create_atomic_cas", "create_atomic_store")  # atomics that write
 # read-modify-writes two of which commute (`_LaunchMemory.reorderable`); 0: an exchange, a cas, another atomic
 _RMW_KINDS = {"ADD": 1, "FADD": 2, "AND": 3, "OR": 4, "XOR": 5, "MAX": 6, "MIN": 7, "UMAX": 8, "UMIN": 9}
 _UNUSED = [0]  # > 0 while an atomic call whose result the kernel discards runs (`_visit_expr`)
@@ -859,7 +860,8 @@ def _stale_atomic(memory: _LaunchMemory, name: str, args: tuple, ptr_at: int, si
     if not isinstance(ptrs, np.ndarray) or not memory.stored:
         return args, None
     flat = ptrs.astype(np.uint64).ravel()
-    active = np.ones(flat.size, np.bool_) if mask is None else np.broadcast_to(np.asarray(mask) != 0, ptrs.shape).ravel()
+    active = (np.ones(flat.size, np.bool_) if mask is None
+              else np.broadcast_to(np.asarray(mask) != 0, ptrs.shape).ravel())
     found = [(base, at) for base, at, _ in memory._unordered(flat, ptrs.shape, own_lanes=True, size=size)]
     writes = memory.unordered_exchanges(flat, size, rmws=True)
     if writes:
@@ -930,7 +932,8 @@ def _unchanged(memory: _LaunchMemory, name: str, args: tuple, flat: np.ndarray,
             new = (np.maximum(uo, uv) if op == "UMAX" else np.minimum(uo, uv)).view(val.dtype)
         else:  # an exchange is a write even of the same bits: its landing is drawn (`_exchange_landing`)
             return no
-    same = known & (np.ascontiguousarray(new.astype(val.dtype, copy=False)).view(bits) == np.ascontiguousarray(old).view(bits))
+    new_bits = np.ascontiguousarray(new.astype(val.dtype, copy=False)).view(bits)
+    same = known & (new_bits == np.ascontiguousarray(old).view(bits))
     mask = getattr(args[3], "data", None) if len(args) > 3 else None
     if isinstance(mask, np.ndarray):
         same |= ~np.broadcast_to(mask != 0, args[1].data.shape).ravel()
@@ -1106,7 +1109,8 @@ def _visit_expr(self: ast.NodeTransformer, node: ast.Expr) -> ast.AST:
     no atomic (a helper could run atomics whose results are used): elsewhere a result counts as used."""
     node = self.generic_visit(node)
     call = node.value
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr.startswith("atomic_")):
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr.startswith("atomic_")):
         return node
     for inner in ast.walk(ast.Module(body=[ast.Expr(a) for a in [*call.args, *(k.value for k in call.keywords)]],
                                      type_ignores=[])):

@@ -529,7 +529,8 @@ def rotate_through_global(buf_ptr, out_ptr, dummy_ptr, USED: tl.constexpr):
 
 @pytest.mark.parametrize("used", [True, False])
 def test_a_scalar_atomic_is_a_lane_barrier_only_when_its_result_is_used(used):
-    buf, out, dummy = torch.zeros(16, dtype=torch.int32), torch.zeros(16, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    buf, out = torch.zeros(16, dtype=torch.int32), torch.zeros(16, dtype=torch.int32)
+    dummy = torch.zeros(1, dtype=torch.int32)
     rotate_through_global[(1,)](buf, out, dummy, USED=used)
     # another lane's store read without a barrier reads the launch's starting memory (red-team s16/s19)
     assert out.tolist() == (list(range(2, 17)) + [1] if used else [0] * 16)
@@ -575,11 +576,13 @@ def test_a_block_acquire_orders_only_the_releases_its_lanes_read():
 
 
 @triton.jit
-def last_block_mean_of_atomic_accumulators(x_ptr, acc_ptr, count_ptr, out_ptr, BLOCK: tl.constexpr, NPROG: tl.constexpr):
+def last_block_mean_of_atomic_accumulators(x_ptr, acc_ptr, count_ptr, out_ptr, BLOCK: tl.constexpr,
+                                           NPROG: tl.constexpr):
     # exact on a GPU: every program adds into the accumulators, then takes an acq_rel ticket; the last reads them
     pid = tl.program_id(0)
     cols = tl.arange(0, 8)
-    tl.atomic_add(acc_ptr + cols, tl.sum(tl.load(x_ptr + pid * BLOCK * 8 + tl.arange(0, BLOCK)[:, None] * 8 + cols[None, :]), axis=0))
+    rows = tl.arange(0, BLOCK)[:, None]
+    tl.atomic_add(acc_ptr + cols, tl.sum(tl.load(x_ptr + pid * BLOCK * 8 + rows * 8 + cols[None, :]), axis=0))
     if tl.atomic_add(count_ptr, 1) == NPROG - 1:
         tl.store(out_ptr + cols, tl.atomic_add(acc_ptr + cols, tl.zeros((8,), tl.float32)) / NPROG)
 
