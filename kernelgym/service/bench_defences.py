@@ -88,8 +88,15 @@ class DefenceBenchReport:
                           "cpu_per_correct_s": r.cpu_per_correct, "statuses": r.mode.statuses, "changed": r.changed,
                           "mode": asdict(r.mode)} for r in self.rows]}
 
+    @property
+    def all_on_rate(self) -> float:
+        """Evaluations per minute with every defence on: the mean of the first and the last run (the batch runs
+        all-on before and after the others, so that a drift of the machine over the runs shows and cancels)."""
+        rates = [r.mode.evals_per_min for r in self.rows if not r.off]
+        return sum(rates) / len(rates) if rates else 0.0
+
     def table(self) -> Table:
-        base = self.rows[0].mode.evals_per_min if self.rows else 0.0
+        base = self.all_on_rate
         t = Table("defence off", "what it guards", "evals/min", "vs all on", "p50 s", "CPU s per ok", "verdicts changed",
                   title=f"cost of each defence on {self.device}, {self.jobs} in flight, "
                         f"{self.rows[0].mode.n if self.rows else 0} answers")
@@ -99,9 +106,10 @@ class DefenceBenchReport:
             cpu_text = "-" if cpu is None else f"{cpu:.2f}"
             if cpu is not None and r.cpu_processes != procs:  # not comparable: say what was counted
                 cpu_text += f" ({'+'.join(r.cpu_processes)} only)"
-            t.add_row(r.off or "(none: every defence on)", DEFENCES[r.off].guards if r.off else "",
+            t.add_row(r.off or "(none: every defence on)", DEFENCES[r.off].guards if r.off else
+                      ("first run" if r is self.rows[0] else "last run, against drift"),
                       f"{rate:.1f}", "-" if not r.off or base <= 0 else f"{rate / base - 1:+.0%}",
-                      f"{r.mode.percentile(0.5):.1f}", cpu_text, "-" if not r.off else str(len(r.changed)))
+                      f"{r.mode.percentile(0.5):.1f}", cpu_text, "-" if r is self.rows[0] else str(len(r.changed)))
         if self.skipped:
             t.caption = "not run: " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items())
         return t
@@ -110,7 +118,7 @@ class DefenceBenchReport:
 def run_defence_bench(n: int, config: JudgeConfig, jobs: int = 8, off: list[str] | None = None, seed: int = 0,
                       items: list[MixItem] | None = None) -> DefenceBenchReport:
     """The batch with every defence on, then once with each defence of `off` (default: all of `DEFENCES`)
-    turned off. Raises ValueError for a name `DEFENCES` does not have."""
+    turned off, then with every defence on again. Raises ValueError for a name `DEFENCES` does not have."""
     names = list(DEFENCES) if off is None else list(off)
     unknown = [x for x in names if x not in DEFENCES]
     if unknown:
@@ -120,7 +128,7 @@ def run_defence_bench(n: int, config: JudgeConfig, jobs: int = 8, off: list[str]
     defaults = asdict(JudgeConfig())
     base = {k: v for k, v in asdict(config).items() if k not in ("device", "seed") and v != defaults[k]}
     skipped = {x: "GPU only" for x in names if DEFENCES[x].gpu_only and device == "cpu"}
-    runs = [""] + [x for x in names if x not in skipped]
+    runs = [""] + [x for x in names if x not in skipped] + [""]
     rows = []
     for name in runs:
         defence = DEFENCES[name] if name else Defence("")
@@ -129,7 +137,7 @@ def run_defence_bench(n: int, config: JudgeConfig, jobs: int = 8, off: list[str]
         mode.mode = name or "all on"
         rows.append(DefenceRow(name, mode))
     first = rows[0].mode.details
-    for row in rows[1:]:
+    for row in rows[1:]:  # the last all-on run's changes are the batch's own noise (timeouts near the limit)
         row.changed = [f"{a['kind']} {a['task_id']}: {a['status']} -> {b['status']}"
                        for a, b in zip(first, row.mode.details) if a["status"] != b["status"]]
     return DefenceBenchReport(device=device, jobs=jobs, rows=rows, skipped=skipped)

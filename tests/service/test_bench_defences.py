@@ -35,8 +35,8 @@ def test_each_defence_is_switched_off_alone_and_changes_are_reported(monkeypatch
     monkeypatch.setattr(bench_defences, "_service_run", fake_run)
     report = run_defence_bench(3, JudgeConfig(device="cpu", num_trials=2), jobs=4, off=["static", "confinement",
                                                                                         "profile"])
-    # all on first, then one run per defence; the GPU-only profile is skipped on a CPU and says so
-    assert [r.off for r in report.rows] == ["", "static", "confinement"]
+    # all on first and last (drift), one run per defence between; the GPU-only profile is skipped on a CPU
+    assert [r.off for r in report.rows] == ["", "static", "confinement", ""]
     assert report.skipped == {"profile": "GPU only"}
     assert seen[0] == ({"num_trials": 2}, None, 4, 3)  # the caller's own settings ride along in every run
     assert seen[1][0] == {"num_trials": 2, "static_checks": False} and seen[1][1] is None
@@ -44,10 +44,10 @@ def test_each_defence_is_switched_off_alone_and_changes_are_reported(monkeypatch
     assert os.environ.get(CONFINE_VAR) is None  # restored after the run
     static, confinement = report.rows[1], report.rows[2]
     assert static.changed == ["correct t2: cheat -> ok"] and confinement.changed == []
-    assert static.mode.evals_per_min == 2 * report.rows[0].mode.evals_per_min
+    assert static.mode.evals_per_min == 2 * report.all_on_rate and report.rows[3].changed == []
     assert report.rows[0].cpu_per_correct == 3.5  # answer + replay + judge; start-up is a part of answer
     table = report.table()
-    assert table.row_count == 3 and "profile (GPU only)" in str(table.caption)
+    assert table.row_count == 4 and "profile (GPU only)" in str(table.caption)
     json.dumps(report.to_dict())
 
 
@@ -62,7 +62,8 @@ def test_confinement_off_reaches_the_candidates_on_a_real_batch():
     items = [it for it in build_mix(8, seed=0) if it.kind == "correct"][:2]
     report = run_defence_bench(len(items), JudgeConfig(device="cpu", num_trials=1, timeout_s=120), jobs=2,
                                off=["confinement"], items=items)
-    on, off = report.rows
+    on, off, again = report.rows
+    assert again.mode.statuses == {"ok": 2} and again.changed == []
     assert on.mode.statuses == {"ok": 2} and off.mode.statuses == {"ok": 2} and off.changed == []
     layers_on = [layer for d in on.mode.details for layer in d["confinement"]]
     layers_off = [layer for d in off.mode.details for layer in d["confinement"]]
