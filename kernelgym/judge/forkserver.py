@@ -405,10 +405,10 @@ def _become_candidate(msg: dict[str, Any], fds: list[int], sock: socket.socket, 
     os.close(log_fd)
     for fd in (in_fd, out_fd):
         os.set_inheritable(fd, True)  # as `pass_fds` leaves them in an exec'd child
-    # The server's cwd (its scratch dir) is first on its sys.path, shared by all its children: a
-    # module one answer wrote there would be imported by a later one. The child's own scratch dir takes
-    # no place either (red-team round s20: a module planted in a scratch dir that exists before its process
-    # imports shadows what that process imports later); exec'd children run with `python -P` alike.
+    # No scratch dir on sys.path, the server's (shared by all its children: a module one answer wrote there
+    # would be imported by a later one) or the child's own (red-team round s20: a module planted in a scratch
+    # dir that exists before its process shadows what that process imports later). The server runs with
+    # `python -P`, as exec'd children do; an empty entry (cwd) from PYTHONPATH is dropped here too.
     server_cwd = os.getcwd()
     sys.path[:] = [entry for entry in sys.path if entry not in (server_cwd, "", msg["cwd"])]
     os.chdir(msg["cwd"])
