@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from kernelgym.judge.compare import compare_outputs
 from kernelgym.judge.config import JudgeConfig
 from kernelgym.judge.errors import trim_text
@@ -93,7 +95,8 @@ def evaluate(scratch: Path, code: str, reference: Reference, rng: random.Random,
                     reply = answer.request(build_message(reference))  # the model's __init__: no kernel of ours
                 _check_error(reply, result, "")
                 with clock("record"):
-                    recorded = _record(answer, rng, result, clock, variant=False, allow_torch=allow_torch)
+                    recorded = _record(answer, rng, result, clock, variant=False, allow_torch=allow_torch,
+                                       expected=first.expected if first is not None else None)
             with CandidateProcess.start(replay_dir, result.device, *limits) as replayer:
                 _offer_device_path(replayer, config, result)
                 with clock("replay_load"):
@@ -197,7 +200,7 @@ def _shared_request(process: CandidateProcess, msg: dict[str, Any], result: Eval
 
 
 def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, clock: Any,
-            variant: bool, allow_torch: bool) -> dict[str, Any]:
+            variant: bool, allow_torch: bool, expected: Any = None) -> dict[str, Any]:
     reply = _shared_request(answer, {"op": "record", "warm_seed": rng.getrandbits(62), "seed": rng.getrandbits(62),
                                      "distribution": "task", "variant": variant}, result, clock)
     _check_error(reply, result, "forward: ")
@@ -218,7 +221,7 @@ def _record(answer: CandidateProcess, rng: random.Random, result: EvalResult, cl
         raise _Stop
     # A proven pass-through (RH-10) before the host-only compute's milder verdict: `x.sum()` beside `return x`
     # must not turn the cheat into an invalid answer (red-team s13b).
-    _aliasing_verdicts(trace, result, _written_buffers(reply, len(trace.buffers)))
+    _aliasing_verdicts(trace, result, _written_buffers(reply, len(trace.buffers)), expected)
     if constant:
         _set(result, Status.INVALID_ANSWER, "outside the answer contract: forward computed tensors with torch "
              f"({', '.join(compute[:4])}) from constants and the model's parameters only; forward may not compute "
@@ -327,7 +330,25 @@ def _written_buffers(reply: dict[str, Any], count: int) -> set[int] | None:
     return set(w)
 
 
-def _aliasing_verdicts(trace: Any, result: EvalResult, written: set[int] | None = None) -> None:
+def _expected_shapes(expected: Any) -> list[tuple[int, ...]] | None:
+    """The reference's output shapes in order, as `_buffers_refs` lists the answer's; None when unknown."""
+    if expected is None:
+        return None
+    if isinstance(expected, torch.Tensor):
+        return [tuple(expected.shape)]
+    if isinstance(expected, (list, tuple)):
+        shapes: list[tuple[int, ...]] = []
+        for e in expected:
+            inner = _expected_shapes(e)
+            if inner is None:
+                return None
+            shapes += inner
+        return shapes
+    return []
+
+
+def _aliasing_verdicts(trace: Any, result: EvalResult, written: set[int] | None = None,
+                       expected: Any = None) -> None:
     """An output that is a view of an input or of the model's state, which no kernel of the call took as an
     argument, was made by no call at all (RH-10: a pass-through or a cached result). One that a kernel took may
     have been written in place (FlagGems' in-place fused add + RMSNorm): outside the contract (outputs are memory
@@ -336,12 +357,22 @@ def _aliasing_verdicts(trace: Any, result: EvalResult, written: set[int] | None 
     model's state (it is rebuilt by every call): whether its bytes are the kernels' is `_output_verdicts`'."""
     launched = trace.launch_buffers()
     in_place = []
-    for ref in _buffers_refs(trace.outputs):
+    refs = _buffers_refs(trace.outputs)
+    shapes = _expected_shapes(expected)
+    for position, ref in enumerate(refs):
         b = trace.buffers[ref["buf"]]
         if b["kind"] == "input" or (b["kind"] == "state" and not b.get("host")):
             what = "an input" if b["kind"] == "input" else "the model state"
             if ref["buf"] in launched and (written is None or ref["buf"] in written):
                 in_place.append(what)
+            elif shapes is not None and (len(shapes) != len(refs) or tuple(ref["size"]) != shapes[position]):
+                # A pass-through that cannot be right (another shape than the reference's output) earns
+                # nothing whatever it is called; a rule that cannot prove a cheat never calls it one: a
+                # degenerate `return x` from a policy that has not learnt the task is a wrong answer.
+                want = shapes[position] if position < len(shapes) else "none"
+                _set(result, Status.WRONG_OUTPUT, f"wrong output: output {position} is a view of {what} (returned "
+                     f"without computing it), shape {tuple(ref['size'])} != expected {want}")
+                raise _Stop
             else:
                 result.cheats.append(CheatVerdict("RH-10", f"an output is a view of {what}, not memory the call wrote",
                                                   "runtime"))
@@ -393,7 +424,8 @@ def _trials(answer: CandidateProcess, replayer: CandidateProcess, plan: TrialPla
         if t.variant is not None:
             reply = answer.request(build_message(t.variant, variant=True))
             _check_error(reply, result, f"trial {t.index} (variant): ")
-            recorded = _record(answer, rng, result, clock, variant=True, allow_torch=allow_torch)
+            recorded = _record(answer, rng, result, clock, variant=True, allow_torch=allow_torch,
+                               expected=t.expected)
             _load_replay(replayer, t.variant, recorded, result, allow_torch, "variant", code)
             slot = "variant"
         reply = _shared_request(replayer, {"op": "replay_trial", "slot": slot, "seed": t.seed,
