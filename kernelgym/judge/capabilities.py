@@ -316,8 +316,8 @@ def module_allowed(name: str) -> bool:
 
 
 def _name_allowed(module: str, name: str) -> bool:
-    if module == "torch" and name.endswith("Storage") and name != "UntypedStorage":
-        return False  # TypedStorage and the legacy FloatStorage...: their .type("a.b") imports any module
+    if module == "torch" and name.endswith("Storage"):
+        return False  # TypedStorage, UntypedStorage, the legacy FloatStorage...: `.type("a.b")` imports any module
     if module in _NAMES:
         return name in _NAMES[module]
     if module.startswith("triton.language") and name in _BANNED_ATTRIBUTES:
@@ -479,13 +479,19 @@ def foreign_private_names() -> frozenset[str]:
             classes.add(getattr(importlib.import_module(mod_name), cls_name))
         except (ImportError, AttributeError):
             pass
+    # Classes of the allowed standard library modules too: `warnings.catch_warnings()._module` is the warnings
+    # module, and a `self._module = None` of the answer's made `_module` its own name (red-team round s23).
+    stdlib = [m for m in sorted(_MODULES) if m.split(".")[0] not in ("torch", "triton", "__future__")]
+    for name in stdlib:
+        classes.update(v for v in vars(importlib.import_module(name)).values() if isinstance(v, type))
+    roots = {"torch", "triton", *(m.split(".")[0] for m in stdlib)}
     names = {name for cls in classes for name in dir(cls) if name.startswith("_") and not _dunder(name)}
     # attributes set per instance (`self._run = ...`, `super().__setattr__("_forward_hooks", ...)`), read from
     # the source files that define these classes (whole files: cheap, and a superset)
     files = set()
     for cls in classes:
         for klass in cls.__mro__:
-            if klass.__module__.split(".")[0] in ("torch", "triton"):
+            if klass.__module__.split(".")[0] in roots:
                 try:
                     files.add(inspect.getsourcefile(klass))
                 except TypeError:
@@ -905,6 +911,17 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("format", "format_map"):
+            # Replacement fields read attributes by name ("{0.__traceback__.tb_frame}"), which `visit_Constant`
+            # checks per constant: a format string built at run time ("{0.__traceback__.tb_fr" + "ame}") is
+            # checked nowhere (red-team round s23). Only one string constant may be formatted.
+            text = func.value
+            if isinstance(text, ast.Name) and text.id == "str" and not self._local(text) and node.args:
+                text = node.args[0]  # str.format(s, ...)
+            if not (isinstance(text, ast.Constant) and isinstance(text.value, str)) and not (
+                    func.attr == "format" and self._own_method(func)):
+                self.ban(node, f"'.{func.attr}(...)' of a computed string",
+                         "format fields read attributes by name; format one string constant, or use an f-string")
         if (isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "setdefault") and node.args
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
                 and _dunder(node.args[0].value)):
@@ -912,11 +929,27 @@ class _Scanner(ast.NodeVisitor):
                      "globals, builtins), outside the answer contract")
         if isinstance(func, ast.Attribute) and not self._own_method(func):
             # `.compile` and `.storage` are banned attributes: read, not only called (red-team round s21)
-            if func.attr == "type" and any(
-                    isinstance(a, ast.Constant) and isinstance(a.value, str) and not _TENSOR_TYPE_NAME.fullmatch(a.value)
-                    or isinstance(a, (ast.JoinedStr, ast.BinOp)) for a in [*node.args, *(k.value for k in node.keywords)]):
-                self.ban(node, "'.type(...)' with a string", "it imports the module the string names; use .to(dtype)")
+            if func.attr == "type" and not all(self._type_argument_safe(a)
+                                               for a in [*node.args, *(k.value for k in node.keywords)]):
+                # A storage's or tensor's `.type(name)` imports the module the name says; a name held in a
+                # variable passed the literal check (red-team round s23: `torch.UntypedStorage(n).type(v)`).
+                self.ban(node, "'.type(...)' with anything but a dtype or a tensor type name",
+                         "it imports the module a string names; use .to(dtype)")
         self.generic_visit(node)
+
+    def _type_argument_safe(self, arg: ast.expr) -> bool:
+        """An argument of `.type(...)` that names no module: a literal tensor type name, a dtype reached by an
+        allowed path (`torch.float16`), a tensor's `.dtype`, or none (`.type()` reads the type)."""
+        if isinstance(arg, ast.Constant):
+            return arg.value is None or isinstance(arg.value, str) and bool(_TENSOR_TYPE_NAME.fullmatch(arg.value))
+        if isinstance(arg, ast.Attribute) and arg.attr == "dtype":
+            return True
+        path = self.path(arg)
+        if path is None:
+            return False
+        import torch
+
+        return isinstance(_lookup(path)[1], torch.dtype)
 
     def _own_method(self, func: ast.Attribute) -> bool:
         """`self.m(...)` where the answer's own class defines or sets `m`, or `Mine(...).m(...)` where the
@@ -952,8 +985,8 @@ class _Scanner(ast.NodeVisitor):
             # The answer's own `_x` is fine; where torch, triton or typing objects have one of that name too,
             # only on `self`/`cls` in the answer's methods: a dummy `def _typed_storage` anywhere made
             # `t._typed_storage()` the answer's own (scan reviews, session 11).
-            return "private attributes of torch and triton objects are outside the contract" + (
-                f" (torch, triton or typing objects have a '{attr}': name yours otherwise)"
+            return "private attributes of torch, triton and library objects are outside the contract" + (
+                f" (torch, triton or standard library objects have a '{attr}': name yours otherwise)"
                 if attr in self.own_attributes else "")
         path = self.path(base)
         if (attr in module_holder_names() and attr not in _BUILTIN_TYPE_ATTRIBUTES
@@ -1255,12 +1288,12 @@ def _bound_names(nodes: list[ast.AST]) -> frozenset[str]:
             names.add((node.asname or node.name).split(".")[0])
         elif isinstance(node, ast.ExceptHandler) and node.name:
             names.add(node.name)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
             names.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             names.add(node.rest)
+    # `global x` / `nonlocal x` declare, they bind nothing: a declaration in a function that never runs made
+    # `inspect` "a name the answer binds" while the module never held it (red-team round s23).
     return frozenset(names)
 
 

@@ -49,7 +49,8 @@ log = logging.getLogger(__name__)
 
 _CHECKED: dict[Any, BaseException | None] = {}  # specialisation key -> the front end's error, or None
 _MIRRORS: dict[int, Any] = {}  # id(InterpretedFunction) -> (it, its JITFunction)
-_STATE: dict[str, Any] = {"backend": None, "gap": None, "installed": False, "target": None, "off": 0}
+_STATE: dict[str, Any] = {"backend": None, "gap": None, "installed": False, "target": None, "off": 0,
+                          "launching": 0}
 
 
 class FrontEndGap(Exception):
@@ -77,7 +78,11 @@ def install(target: Any) -> str:
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         if not warmup and not _STATE["off"]:
             check(self, args, kwargs)
-        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        _STATE["launching"] += 1  # programs may run on the scheduler's threads: a count, not thread-local
+        try:
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            _STATE["launching"] -= 1
 
     run._kernelgym_front_end = True  # type: ignore[attr-defined]
     interpreter.InterpretedFunction.run = run
@@ -100,10 +105,16 @@ def _scope_device_calls() -> None:
     """A call of a `@triton.jit` function from a kernel (`tl.sum`, a helper) patches `triton.language`
     for the interpreter and, in Triton's own `InterpretedFunction.__call__`, never restores it: after a
     kernel that called `tl.sum`, `triton.language.core`'s builtins stay bound to the interpreter, and
-    the code generator fails on them. Here the call restores what it patched, like a launch does."""
+    the code generator fails on them. Here the call restores what it patched, like a launch does, and a call
+    from host code, outside every launch, raises as on a GPU."""
     from triton.runtime import interpreter
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _STATE["launching"]:
+            # As on a GPU. The interpreter ran the body as host Python, outside every launch check, with the
+            # interpreter's names in scope, and handed back what it returned (red-team round s23: the builtins
+            # module from `inspect.getmodule(len)`).
+            raise RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
         scope = interpreter._patch_lang(self.fn)
         try:
             return self.rewrite()(*args, **kwargs)

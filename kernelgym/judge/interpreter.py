@@ -107,7 +107,10 @@ def _install_private_globals() -> None:
         fn = self.fn
         # The copy is taken at the kernel's first launch, after its module ran: the names a kernel reads
         # (constexprs, helper kernels) are there; the answer's module gains nothing.
-        scope = {**vars(interpreter), **fn.__globals__}
+        # Modules stay out (`inspect`, `np`, `time`...): the rewrite needs the interpreter's classes and helpers,
+        # and a kernel read `inspect` from here by a name its module never bound (red-team round s23).
+        scope = {**{k: v for k, v in vars(interpreter).items() if not isinstance(v, types.ModuleType)},
+                 **fn.__globals__}
         self.fn = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
         try:
             return original(self, transformed_ast)

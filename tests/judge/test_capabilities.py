@@ -194,6 +194,16 @@ BANNED = [
     ("def f():\n    try:\n        torch.nope\n    except AttributeError as e:\n        return e.obj", "'.obj'"),
     ("s = torch.backends.cudnn.os", "torch.backends.cudnn.os"),
     ("d = [torch.distributed][0]", "the module 'torch.distributed' used as a value"),
+    # red-team round s23
+    ("t = ('{0.sh' + 'ape}').format(torch.zeros(1))", "'.format(...)' of a computed string"),
+    ("s = '{0.shape}'\nt = s.format(torch.zeros(1))", "'.format(...)' of a computed string"),
+    ("t = str.format('{0.' + 'shape}', torch.zeros(1))", "'.format(...)' of a computed string"),
+    ("s = torch.UntypedStorage(4)", "'torch.UntypedStorage'"),
+    ("n = 'colorsys'\nt = torch.zeros(1).type(n)", "'.type(...)' with anything but a dtype"),
+    ("import warnings\nw = warnings.catch_warnings()._module", "'._module'"),
+    ("class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._module = None\n"
+     "import warnings\nw = warnings.catch_warnings()._module", "'._module'"),
+    ("def f():\n    global inspect\n\ng = inspect", "the undefined name 'inspect'"),
 ]
 
 
@@ -247,6 +257,9 @@ ALLOWED = [
     # a class body binds its attributes in every form, not only `name = ...` (one helper says which names)
     "class M(nn.Module):\n    _scale, _shift = 2.0, 1.0\n    def forward(self, x):\n"
     "        return x * self._scale + self._shift",
+    # `.type` with what names no module (red-team round s23 narrowed it)
+    "x = torch.zeros(1)\ny = x.type(torch.float16)\nz = x.type(y.dtype)\nw = x.type('torch.FloatTensor')\nv = x.type()",
+    "m = str.format('{} of {}', 1, 2)",
 ]
 
 

@@ -347,3 +347,44 @@ def test_a_launch_adds_no_interpreter_names_to_the_kernels_module(tmp_path):
     module.scale_kernel[(1,)](x, out, 10, BLOCK=16)
     assert torch.equal(out, 2 * x)  # the kernel still reads its module's constexpr and helper kernel
     assert set(vars(module)) == before, set(vars(module)) - before
+
+
+def test_a_jit_function_called_from_host_code_raises_as_on_a_gpu():
+    # Red-team round s23: a direct call ran the body as Python with the interpreter's names in scope and handed
+    # back what it returned (the builtins module). On a GPU the call raises; device-function calls inside a
+    # launch still run (`scale_kernel` calls `_scaled`).
+    @triton.jit
+    def grab(x):
+        return x
+
+    with pytest.raises(RuntimeError, match="outside of the scope of a kernel"):
+        grab(1)
+    x = torch.arange(10, dtype=torch.float32)
+    out = torch.empty_like(x)
+    _helper_kernel[(1,)](x, out, 10, BLOCK=16)
+    assert torch.equal(out, x + 1)
+
+
+@triton.jit
+def _plus_one(v):
+    return v + 1
+
+
+@triton.jit
+def _helper_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, _plus_one(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+
+
+def test_rewritten_kernels_see_no_interpreter_modules():
+    # Red-team round s23: a kernel's private scope held the interpreter module's imports (`inspect`, `np`).
+    from triton.runtime import interpreter
+
+    @triton.jit
+    def reads_inspect(out_ptr):
+        tl.store(out_ptr, inspect is None)  # noqa: F821 - the name must not resolve
+
+    assert isinstance(vars(interpreter).get("inspect"), type(interpreter))
+    with pytest.raises(Exception, match="inspect"):
+        reads_inspect[(1,)](torch.zeros(1))
