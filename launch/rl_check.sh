@@ -174,7 +174,16 @@ restore() {  # DIR INTO: join carried parts once (a later call keeps what traini
     || { note "carried parts $1 not restored: $(tail -1 "$logs/restore.log")"; rc=1; }
 }
 restore "$stash/in/sft_adapter" runs
-restore "$stash/in/rl_state" "$rl_dir"
+# Carried RL parts go to the run they came from, whatever RL_BASE this call has: a checkpoint that lists
+# base_model.sha256 began on the full SFT model (runs/grpo_qwen_lora_full). The twentieth session's carry call
+# (no RL_BASE) joined checkpoint-5 of the full-model run into the LoRA run's directory, and RL began afresh.
+rl_parts_dir() {
+  if grep -q '"base_model.sha256"' "$1/manifest.json" 2>/dev/null; then echo "$full_rl_dir"; else echo runs/grpo_qwen_lora; fi
+}
+if [[ -f $stash/in/rl_state/manifest.json && $(rl_parts_dir "$stash/in/rl_state") != "$rl_dir" ]]; then
+  note "carried rl_state/ belongs to $(rl_parts_dir "$stash/in/rl_state") (RL_BASE=$rl_base uses $rl_dir): restored there"
+fi
+restore "$stash/in/rl_state" "$(rl_parts_dir "$stash/in/rl_state")"
 { nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   "$PYTHON" -c "import torch, transformers, peft; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__)"
 } > "$logs/env.txt" 2>&1
