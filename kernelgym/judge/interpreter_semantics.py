@@ -10,7 +10,11 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   `offs >= m`, and a load under that mask read past the end of its buffer.
 - Program order: a GPU runs a grid's programs in no promised order; the interpreter runs them one
   after another in index order, so a scan that reads the previous program's result without waiting
-  for it was exact on CPU and racy on the GPU. Programs run here in a seeded shuffled order.
+  for it was exact on CPU and racy on the GPU. Programs run here in a seeded shuffled order, and interleaved
+  (`interpreter_schedule`, off with `KERNELGYM_INTERLEAVE=0`): at every global memory operation the baton may pass
+  to another resident program, so a program descheduled between two atomics, or between a load and its store, is
+  an execution the interpreter runs (red-team s22: ticket scans whose adds were used in run order, lost updates
+  behind an unwaited counter chain); the rules below still decide what each operation sees.
 - Memory between programs: a GPU's programs run at once, so a plain load sees what other programs of the
   same launch stored only if something orders the two; the interpreter's programs, one after another, saw
   every earlier store, and a split-K merge by plain load + add + store (no atomic) summed exactly on CPU and
@@ -58,7 +62,7 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   the interpreter refused it; the GPU compiles it. Masked loads and stores take the mask's values as bools.
 
 `install` replaces `GridExecutor.__call__` with `_run_grid` (the interpreter's steps, with the three
-launch differences fixed) and adds a `BoolOp` rewrite and an unused-atomic-result marker (`_visit_expr`) to the
+launch differences fixed, the programs interleaved by `_run_interleaved`) and adds a `BoolOp` rewrite and an unused-atomic-result marker (`_visit_expr`) to the
 interpreter's AST transformer. It only
 installs on interpreters whose internals it knows (it checks for each name it uses) and says why not.
 """
@@ -73,7 +77,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from kernelgym.judge import interpreter_bf16
+from kernelgym.judge import interpreter_bf16, interpreter_schedule
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +181,7 @@ class _LaunchMemory:
         self.live = False  # the load running now is atomic: live memory
         self.barrier = 0  # the running program's stores up to this seq are visible to all its lanes
         self.shapes: dict[tuple[int, ...], int] = {}  # a block shape -> its id (the lanes' layout follows it)
+        self.interleaved = False  # the programs run interleaved (`interpreter_schedule`), not one after another
         self.rng = np.random.default_rng(seed)  # which of a store's lanes to one address lands
         self.seed = seed
         self.reorders: dict[tuple[Any, Any], np.ndarray] = {}  # (from, to) shapes -> a reorderable reshape's order
@@ -213,6 +218,16 @@ class _LaunchMemory:
         self.stale_left = {}
         self.observed = set()
         self.barrier = self.seq
+
+    _VIEW = ("me", "live", "seen", "superseded", "exchange_lost", "stale_left", "observed", "barrier")
+
+    def view(self) -> tuple:
+        """The running program's own state (`begin_program`), to put back when it runs again (interleaved)."""
+        return tuple(getattr(self, name) for name in self._VIEW)
+
+    def restore_view(self, view: tuple) -> None:
+        for name, value in zip(self._VIEW, view):
+            setattr(self, name, value)
 
     def lane_barrier(self) -> None:
         """`tl.debug_barrier()`: every store the running program made so far is visible to all its lanes."""
@@ -430,7 +445,7 @@ class _LaunchMemory:
             beaten &= ~self.was_observed(flat[inside])
             beaten &= (self.rng.random(inside.size) < 0.5) | (lost_here[np.minimum(off, who.size - 1)]
                                                                if lost_here is not None else False)
-            if not draw:
+            if not draw or self.interleaved:  # interleaved, atomics of one address act in the order they ran
                 beaten[:] = False
             if beaten.any():
                 if lost_here is None:
@@ -696,6 +711,7 @@ def _launch_memory(builder: Any) -> None:
 
     def masked_load(self: Any, ptrs: Any, *args: Any, **kwargs: Any) -> Any:
         memory = _MEMORY[0]
+        _step(memory)
         if memory is not None and isinstance(getattr(ptrs, "data", None), np.ndarray):
             data = memory.redirect(ptrs.data, _element_bytes(ptrs, None))
             if data is not ptrs.data:
@@ -704,6 +720,7 @@ def _launch_memory(builder: Any) -> None:
 
     def masked_store(self: Any, ptrs: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
         memory = _MEMORY[0]
+        _step(memory, wrote=True)
         if memory is not None and isinstance(getattr(ptrs, "data", None), np.ndarray):
             mask = kwargs["mask"] if "mask" in kwargs else (args[0] if args else None)
             data = getattr(mask, "data", None)
@@ -728,6 +745,7 @@ def _launch_memory(builder: Any) -> None:
             memory = _MEMORY[0]
             if memory is None:
                 return original(self, *args, **kwargs)
+            _step(memory)
             ptrs = getattr(args[ptr_at], "data", None)
             mask = getattr(args[mask_at], "data", None) if mask_at is not None and len(args) > mask_at else None
             acquires, releases = _semantics(args[sem_at] if len(args) > sem_at else kwargs.get("sem"))
@@ -779,6 +797,8 @@ def _launch_memory(builder: Any) -> None:
             # place of tl.debug_barrier()). A block atomic is one per lane and orders nothing between lanes.
             if isinstance(ptrs, np.ndarray) and ptrs.size == 1 and not unused:
                 memory.lane_barrier()
+            if _wrote(name, args, same, result):
+                _progress()
             return result
         call.__name__ = original.__name__
         return call
@@ -787,6 +807,7 @@ def _launch_memory(builder: Any) -> None:
 
     def create_barrier(self: Any, *args: Any, **kwargs: Any) -> Any:
         memory = _MEMORY[0]
+        _step(memory)
         if memory is not None:
             memory.lane_barrier()
         return barrier(self, *args, **kwargs) if barrier is not None else None
@@ -807,6 +828,35 @@ def _launch_memory(builder: Any) -> None:
                                                  ("create_atomic_rmw", 1, 3, 4, (1, 2, 3))):
         if hasattr(builder, name):
             setattr(builder, name, ordering(getattr(builder, name), ptr_at, mask_at, sem_at, lanes))
+
+
+def _step(memory: _LaunchMemory | None, wrote: bool = False) -> None:
+    """Before a memory operation of an interleaved launch: the baton may pass (`interpreter_schedule`). Not inside an
+    atomic (`live`: its own loads and stores), which acts at once."""
+    schedule = interpreter_schedule.current()
+    if schedule is None or memory is None or memory.live:
+        return
+    schedule.step()
+    if wrote:
+        schedule.progress()
+
+
+def _progress() -> None:
+    schedule = interpreter_schedule.current()
+    if schedule is not None:
+        schedule.progress()
+
+
+def _wrote(name: str, args: tuple, same: bool, result: Any) -> bool:
+    """Whether an atomic wrote memory (a spin's failing cas or `atomic_add(flag, 0)` did not): a hang's progress."""
+    if name == "create_atomic_store":
+        return True
+    if name == "create_atomic_rmw":
+        return _rmw_op(args) == "XCHG" or not same
+    if name == "create_atomic_cas":
+        old, cmp = getattr(result, "data", None), getattr(args[1], "data", None)
+        return isinstance(old, np.ndarray) and isinstance(cmp, np.ndarray) and bool(np.any(old == cmp))
+    return False
 
 
 def _lane_order(memory: _LaunchMemory, args: tuple, lanes: tuple[int, ...], mask_at: int | None) -> tuple[tuple, Any]:
@@ -1207,11 +1257,15 @@ def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
         memory = _LaunchMemory(_storages([args_hst, list(kwargs_hst.values())]), grid[0] * grid[1] * grid[2],
                                seed=_ORDER_SALT ^ _LAUNCHES[0])
         _MEMORY[0] = memory
+        order = program_order(grid, _ORDER_SALT + _LAUNCHES[0]).tolist()
         try:
-            for i, (x, y, z) in enumerate(program_order(grid, _ORDER_SALT + _LAUNCHES[0]).tolist()):
-                interp.interpreter_builder.set_grid_idx(x, y, z)
-                memory.begin_program(i)
-                self.fn(**args)
+            if interpreter_schedule.enabled():
+                _run_interleaved(self.fn, args, order, memory, seed=_ORDER_SALT ^ (_LAUNCHES[0] << 1))
+            else:
+                for i, (x, y, z) in enumerate(order):
+                    interp.interpreter_builder.set_grid_idx(x, y, z)
+                    memory.begin_program(i)
+                    self.fn(**args)
         except Exception as e:
             if getattr(getattr(getattr(triton, "knobs", None), "compilation", None), "front_end_debugging", False):
                 raise
@@ -1220,6 +1274,32 @@ def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
         _MEMORY[0] = None
         scope.restore()
     self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
+
+
+def _run_interleaved(fn: Callable[..., Any], args: dict[str, Any], order: list[list[int]], memory: _LaunchMemory,
+                     seed: int) -> None:
+    """The launch's programs at once, switching at their memory operations (`interpreter_schedule`): each program's
+    grid index, memory view and unused-result depth move with it."""
+    from triton.runtime import interpreter as interp
+
+    builder = interp.interpreter_builder
+    memory.interleaved = True
+
+    def run(i: int) -> None:
+        builder.set_grid_idx(*order[i])
+        memory.begin_program(i)
+        _UNUSED[0] = 0
+        fn(**args)
+
+    def save() -> tuple:
+        return builder.grid_idx, memory.view(), _UNUSED[0]
+
+    def restore(view: tuple) -> None:
+        builder.grid_idx, held, _UNUSED[0] = view
+        memory.restore_view(held)
+
+    interpreter_schedule.run_interleaved(interpreter_schedule.Schedule(len(order), run, seed, save, restore))
+    _UNUSED[0] = 0
 
 
 __all__ = ["bool_op", "install", "kernel_value", "program_order", "unused_result"]
