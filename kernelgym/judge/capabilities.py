@@ -155,6 +155,8 @@ _DENIED_NAMES: dict[str, frozenset[str]] = {
                              "caching_allocator_alloc", "caching_allocator_delete"}),
     "torch.xpu": frozenset({"XPUPluggableAllocator", "change_current_allocator"}),
     "operator": frozenset({"attrgetter", "methodcaller"}),  # getattr by string, dunders included
+    # They read any file's lines through linecache (red-team rounds s23, s24)
+    "warnings": frozenset({"formatwarning", "showwarning", "warn_explicit"}),
     # They evaluate strings: part of the argument, string annotations (review of round v4k).
     "triton.language": frozenset({"str_to_ty", "aggregate"}),
 }
@@ -316,8 +318,8 @@ def module_allowed(name: str) -> bool:
 
 
 def _name_allowed(module: str, name: str) -> bool:
-    if module == "torch" and name.endswith("Storage"):
-        return False  # TypedStorage, UntypedStorage, the legacy FloatStorage...: `.type("a.b")` imports any module
+    if (module == "torch" or module.startswith("torch.")) and name.endswith("Storage"):
+        return False  # TypedStorage, UntypedStorage, the legacy (torch.cuda.)FloatStorage...: `.type("a.b")` imports
     if module in _NAMES:
         return name in _NAMES[module]
     if module.startswith("triton.language") and name in _BANNED_ATTRIBUTES:
@@ -341,12 +343,16 @@ def _lookup(path: str) -> tuple[str, object]:
     for part in parts[1:]:
         if _dunder(part):
             return "unknown", None  # the dunder rule reports it
-        obj = _forwarded_module(obj)
+        wrapper, obj = obj, _forwarded_module(obj)
         if isinstance(obj, types.ModuleType):
             mod = obj.__name__
             if part.startswith("_"):
                 return "banned", f"the private name '{mod}.{part}'"
             value = vars(obj).get(part, _MISSING)
+            if value is _MISSING and wrapper is not obj:
+                # The wrapper's own names: `torch.backends.cudnn.m` is the module it wraps. Left unresolved, the
+                # path stopped being checked there, and `.m.torch.hub` reached torch.hub (red-team round s24).
+                value = vars(wrapper).get(part, _MISSING)
             if value is _MISSING:
                 if _find_spec(f"{mod}.{part}"):
                     if not module_allowed(f"{mod}.{part}"):
@@ -354,6 +360,10 @@ def _lookup(path: str) -> tuple[str, object]:
                     value = importlib.import_module(f"{mod}.{part}")
                 elif mod in _NAMES and part not in _NAMES[mod]:
                     return "banned", f"'{mod}.{part}'"
+                elif "__getattr__" in vars(obj) or "__getattr__" in vars(type(wrapper)):
+                    # A name the module makes when it is read (PEP 562, a forwarding wrapper): what it hands out
+                    # cannot be checked here, and nothing after it would be (red-team round s24).
+                    return "banned", f"'{mod}.{part}', a name no module defines: its __getattr__ would make it at run time, unchecked"
                 else:
                     return "unknown", None
             if isinstance(value, types.ModuleType):
@@ -854,6 +864,13 @@ class _Scanner(ast.NodeVisitor):
     # -- attributes ---------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> None:
         parent = self.parents.get(node)
+        if node.attr in ("format", "format_map") and not self._formats_one_constant(node):
+            # Replacement fields read attributes by name ("{0.__traceback__.tb_frame}"), which `visit_Constant`
+            # checks per constant: a format string built at run time ("{0.__traceback__.tb_fr" + "ame}") is
+            # checked nowhere (red-team round s23), nor one whose bound method was read first and called later
+            # (s24). Only a call of `.format` on one string constant is allowed.
+            self.ban(node, f"'.{node.attr}' other than called on one string constant",
+                     "format fields read attributes by name; format one string constant, or use an f-string")
         if (isinstance(node.value, ast.Name) and node.value.id in self.answer_classes and isinstance(node.ctx, ast.Load)
                 and node.attr in self._methods_on_foreign_names(node.value.id)
                 and not (isinstance(parent, ast.Call) and parent.func is node and parent.args
@@ -911,17 +928,6 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in ("format", "format_map"):
-            # Replacement fields read attributes by name ("{0.__traceback__.tb_frame}"), which `visit_Constant`
-            # checks per constant: a format string built at run time ("{0.__traceback__.tb_fr" + "ame}") is
-            # checked nowhere (red-team round s23). Only one string constant may be formatted.
-            text = func.value
-            if isinstance(text, ast.Name) and text.id == "str" and not self._local(text) and node.args:
-                text = node.args[0]  # str.format(s, ...)
-            if not (isinstance(text, ast.Constant) and isinstance(text.value, str)) and not (
-                    func.attr == "format" and self._own_method(func)):
-                self.ban(node, f"'.{func.attr}(...)' of a computed string",
-                         "format fields read attributes by name; format one string constant, or use an f-string")
         if (isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "setdefault") and node.args
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
                 and _dunder(node.args[0].value)):
@@ -937,14 +943,23 @@ class _Scanner(ast.NodeVisitor):
                          "it imports the module a string names; use .to(dtype)")
         self.generic_visit(node)
 
+    def _formats_one_constant(self, node: ast.Attribute) -> bool:
+        """`"...".format(...)`, `str.format("...", ...)`, or the answer's own `format` method called."""
+        call = self.parents.get(node)
+        if not (isinstance(call, ast.Call) and call.func is node):
+            return False
+        text = node.value
+        if isinstance(text, ast.Name) and text.id == "str" and not self._local(text) and call.args:
+            text = call.args[0]
+        return (isinstance(text, ast.Constant) and isinstance(text.value, str)) or (
+            node.attr == "format" and self._own_method(node))
+
     def _type_argument_safe(self, arg: ast.expr) -> bool:
         """An argument of `.type(...)` that names no module: a literal tensor type name, a dtype reached by an
-        allowed path (`torch.float16`), a tensor's `.dtype`, or none (`.type()` reads the type)."""
+        allowed path (`torch.float16`), or none (`.type()` reads the type)."""
         if isinstance(arg, ast.Constant):
             return arg.value is None or isinstance(arg.value, str) and bool(_TENSOR_TYPE_NAME.fullmatch(arg.value))
-        if isinstance(arg, ast.Attribute) and arg.attr == "dtype":
-            return True
-        path = self.path(arg)
+        path = self.path(arg)  # (no `x.dtype`: any object may hold a string there, red-team round s24)
         if path is None:
             return False
         import torch
@@ -978,7 +993,8 @@ class _Scanner(ast.NodeVisitor):
             return f"it {_BANNED_ATTRIBUTES[attr]}"
         if (attr.startswith("_") and not _dunder(attr) and attr not in _PRIVATE_ALLOWED
                 and (attr not in self.own_attributes
-                     or (attr in foreign_private_names() and not self._own_instance(base, attr)))
+                     or (attr in foreign_private_names()
+                         and not (self._own_instance(base, attr) and self._trusted_bases(base))))
                 and self.path(base) is None):  # (module paths: `_lookup`)
             # torch's and triton's private instance attributes (`t._typed_storage()`, a storage's
             # `_write_file`, `_new_shared_fd_cpu`) reach raw memory and file descriptors (review of round v4k).
@@ -1029,6 +1045,26 @@ class _Scanner(ast.NodeVisitor):
             return True
         path = self.path(node)
         return path is not None and isinstance(_lookup(path)[1], type)
+
+    def _trusted_bases(self, base: ast.expr) -> bool:
+        """`self` of a class built only on the answer's classes, `object`, `nn.Module`s or autograd Functions:
+        in a subclass of a library class (`warnings.catch_warnings`) the base's `__init__` fills private names
+        the answer's class body only shadows (red-team round s24: `self._module` was the warnings module)."""
+        import torch
+
+        cur = self.parents.get(base)
+        while cur is not None and not isinstance(cur, ast.ClassDef):
+            cur = self.parents.get(cur)
+        if cur is None:
+            return True  # `cls`/the class itself: `_own_instance` decided by the class body
+        for b in cur.bases:
+            if isinstance(b, ast.Name) and (b.id in self.answer_classes or b.id == "object"):
+                continue
+            path = self.path(b)
+            cls = _lookup(path)[1] if path is not None else None
+            if not (isinstance(cls, type) and issubclass(cls, (torch.nn.Module, torch.autograd.Function))):
+                return False
+        return True
 
     def _own_instance(self, base: ast.expr, attr: str = "") -> bool:
         """`self` / `cls` as the first parameter, never rebound, of a method of a class the answer writes; or

@@ -191,19 +191,29 @@ BANNED = [
     ("def f(x: 'int'):\n    return x\ns = [tl.abs][0].signature", "'.signature'"),
     ("m = nn.Linear(2, 2)\nc = m.compile", "'.compile'"),
     ("x = torch.ones(2)\ng = x.storage", "'.storage'"),
-    ("def f():\n    try:\n        torch.nope\n    except AttributeError as e:\n        return e.obj", "'.obj'"),
+    ("def f():\n    try:\n        [].nope\n    except AttributeError as e:\n        return e.obj", "'.obj'"),
+    ("x = torch.no_such_name", "its __getattr__ would make it at run time"),  # torch's __getattr__: nothing after it could be checked (round s24)
     ("s = torch.backends.cudnn.os", "torch.backends.cudnn.os"),
     ("d = [torch.distributed][0]", "the module 'torch.distributed' used as a value"),
     # red-team round s23
-    ("t = ('{0.sh' + 'ape}').format(torch.zeros(1))", "'.format(...)' of a computed string"),
-    ("s = '{0.shape}'\nt = s.format(torch.zeros(1))", "'.format(...)' of a computed string"),
-    ("t = str.format('{0.' + 'shape}', torch.zeros(1))", "'.format(...)' of a computed string"),
+    ("t = ('{0.sh' + 'ape}').format(torch.zeros(1))", "'.format' other than called on one string constant"),
+    ("s = '{0.shape}'\nt = s.format(torch.zeros(1))", "'.format' other than called on one string constant"),
+    ("t = str.format('{0.' + 'shape}', torch.zeros(1))", "'.format' other than called on one string constant"),
     ("s = torch.UntypedStorage(4)", "'torch.UntypedStorage'"),
     ("n = 'colorsys'\nt = torch.zeros(1).type(n)", "'.type(...)' with anything but a dtype"),
     ("import warnings\nw = warnings.catch_warnings()._module", "'._module'"),
     ("class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._module = None\n"
      "import warnings\nw = warnings.catch_warnings()._module", "'._module'"),
     ("def f():\n    global inspect\n\ng = inspect", "the undefined name 'inspect'"),
+    # red-team round s24
+    ("h = torch.backends.cudnn.m.torch.hub", "the module torch.hub"),
+    ("f = ('{0.sh' + 'ape}').format", "'.format' other than called on one string constant"),
+    ("f = str.format", "'.format' other than called on one string constant"),
+    ("s = torch.cuda.ByteStorage", "'torch.cuda.ByteStorage'"),
+    ("x = torch.zeros(1)\ny = x.type(x.dtype)", "'.type(...)' with anything but a dtype"),
+    ("import warnings\nwarnings.formatwarning('a', UserWarning, '/etc/passwd', 1)", "'warnings.formatwarning'"),
+    ("import warnings\nclass P(warnings.catch_warnings):\n    _module = None\n    def g(self):\n        return self._module",
+     "'._module'"),
 ]
 
 
@@ -258,7 +268,7 @@ ALLOWED = [
     "class M(nn.Module):\n    _scale, _shift = 2.0, 1.0\n    def forward(self, x):\n"
     "        return x * self._scale + self._shift",
     # `.type` with what names no module (red-team round s23 narrowed it)
-    "x = torch.zeros(1)\ny = x.type(torch.float16)\nz = x.type(y.dtype)\nw = x.type('torch.FloatTensor')\nv = x.type()",
+    "x = torch.zeros(1)\ny = x.type(torch.float16)\nw = x.type('torch.FloatTensor')\nv = x.type()",
     "m = str.format('{} of {}', 1, 2)",
 ]
 
