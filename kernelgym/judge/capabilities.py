@@ -291,6 +291,7 @@ def scan(code: str) -> CapabilityReport:
                                             "UTF-8 text and the judge reads them as such; remove it"])
     tree = parse(code)
     scanner = _Scanner(tree)
+    scanner.lines = code.splitlines()
     scanner.visit(tree)
     kernels = sorted(scanner.kernels, key=scanner.kernels.get)
     return CapabilityReport(has_model_new=scanner.has_model_new, kernels=kernels,
@@ -589,6 +590,10 @@ class _Scanner(ast.NodeVisitor):
             {n.attr for n in nodes if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)}
             | {name for binds in self.class_binds.values() for name in binds})
         self.in_kernel = False
+        self.lines: list[str] = []  # the answer's text (`scan`): a kernel's `def` line as Triton reads it
+        # Names a kernel body may read: its own, the module's, an enclosing function's (`None` outside kernels).
+        self.kernel_names: frozenset[str] | None = None
+        self.module_names = _class_scope_binds(tree)
         self.scopes: dict[ast.AST, tuple[frozenset[str], frozenset[str]]] = {}
         # Class attributes that name a path (`Lin = nn.Linear` in a class body), reached as `self.Lin` / `C.Lin`:
         # without them a class attribute hid a module or a torch class from every path rule (scan review,
@@ -700,9 +705,36 @@ class _Scanner(ast.NodeVisitor):
         if node.returns:
             self.visit(node.returns)
         outer, self.in_kernel = self.in_kernel, self.in_kernel or node.name in self.kernels
+        outer_names = self.kernel_names
+        if self.in_kernel and not outer:
+            self._kernel_text(node)
+            enclosing = set()
+            cur = self.parents.get(node)
+            while cur is not None:
+                if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    enclosing |= _bound_names(list(ast.walk(cur)))
+                cur = self.parents.get(cur)
+            self.kernel_names = self.module_names | _bound_names(list(ast.walk(node))) | enclosing
         for stmt in node.body:
             self.visit(stmt)
-        self.in_kernel = outer
+        self.in_kernel, self.kernel_names = outer, outer_names
+
+    def _kernel_text(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A kernel's `def` line reads `def <name>(`, and no other line of it or its decorators starts with `def `:
+        Triton finds a kernel's source by such lines, and the interpreter once ran a `def` written in the kernel's
+        docstring instead of its body (red-team round s25)."""
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        end = node.end_lineno or node.lineno
+        text = self.lines[first - 1:end]
+        def_at = node.lineno - first
+        if not text or def_at >= len(text):
+            return
+        if not re.match(rf"\s*def {re.escape(node.name)}\(", text[def_at]):
+            self.ban(node, f"the kernel '{node.name}' spelled other than `def {node.name}(` on its first line",
+                     "Triton finds a kernel's source by that line")
+        if any(line.strip().startswith("def ") for i, line in enumerate(text) if i != def_at):
+            self.ban(node, f"a second line starting with `def ` in the kernel '{node.name}' (in a string?)",
+                     "Triton's interpreter could take the kernel's source from there")
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
@@ -770,7 +802,13 @@ class _Scanner(ast.NodeVisitor):
                          "(the main guard)")
             return
         if isinstance(node.ctx, ast.Load):
-            if name not in self.bound and name not in _BUILTIN_NAMES:
+            if (self.kernel_names is not None and name not in self.kernel_names and name in self.bound
+                    and name not in _BUILTIN_NAMES):
+                # Bound somewhere else (a parameter of another function) but not where the kernel reads it: at run
+                # time the name comes from the kernel's module or the interpreter's scope (red-team round s25).
+                self.ban(node, f"the name '{name}' in a kernel", "the kernel does not bind it, nor does its module "
+                         "or an enclosing function: bind it at module level or in the kernel")
+            elif name not in self.bound and name not in _BUILTIN_NAMES:
                 self.ban(node, f"the undefined name '{name}'", "the answer never binds it (the CPU interpreter "
                          "leaks names such as np into a module; a GPU run would not have them)")
             elif name in _BANNED_BUILTINS and not self._local(node):

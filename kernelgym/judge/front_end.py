@@ -109,11 +109,14 @@ def _scope_device_calls() -> None:
     from host code, outside every launch, raises as on a GPU."""
     from triton.runtime import interpreter
 
+    from kernelgym.judge import interpreter_semantics
+
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _STATE["launching"]:
+        running = interpreter_semantics.in_programs()
+        if not (running if running is not None else _STATE["launching"]):
             # As on a GPU. The interpreter ran the body as host Python, outside every launch check, with the
             # interpreter's names in scope, and handed back what it returned (red-team round s23: the builtins
-            # module from `inspect.getmodule(len)`).
+            # module from `inspect.getmodule(len)`; s25: from a grid callable, inside `run` but before any program).
             raise RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
         scope = interpreter._patch_lang(self.fn)
         try:

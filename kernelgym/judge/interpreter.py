@@ -38,10 +38,12 @@ where the launch hook counts them.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
 import os
 import re
+import textwrap
 import types
 from typing import Any, Callable
 
@@ -108,14 +110,32 @@ def _install_private_globals() -> None:
         # The copy is taken at the kernel's first launch, after its module ran: the names a kernel reads
         # (constexprs, helper kernels) are there; the answer's module gains nothing.
         # Modules stay out (`inspect`, `np`, `time`...): the rewrite needs the interpreter's classes and helpers,
-        # and a kernel read `inspect` from here by a name its module never bound (red-team round s23).
+        # and a kernel read `inspect` from here by a name its module never bound (red-team round s23). Triton's own
+        # `_compile_and_exec` copies every global of the interpreter into the scope it is given, modules too, so it
+        # is not called (red-team round s25).
         scope = {**{k: v for k, v in vars(interpreter).items() if not isinstance(v, types.ModuleType)},
                  **fn.__globals__}
-        self.fn = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+        code = compile(transformed_ast, filename=self.filename, mode="exec")
+        local_namespace = {**self.kwargs}
+        exec(code, scope, local_namespace)  # noqa: S102 - the rewritten kernel, as Triton runs it
+        return local_namespace[fn.__name__]
+
+    def find_def(self: Any, lines: list[str]) -> int:
+        # The function's own `def` line, from its syntax tree; the interpreter took the last line starting with
+        # `def `, so a `def` inside the kernel's docstring was what ran (red-team round s25), and a first-line
+        # rule would take one in a decorator's string before a real `def\tname(`.
         try:
-            return original(self, transformed_ast)
-        finally:
-            self.fn = fn
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+        except SyntaxError:
+            tree = None
+        fdef = next((n for n in (tree.body if tree else []) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                    None)
+        if fdef is None:
+            raise RuntimeError("the kernel's source does not parse as one function")
+        return fdef.lineno
+
+    if hasattr(rewriter, "_find_def"):
+        rewriter._find_def = find_def
 
     compile_and_exec._kernelgym_private = True  # type: ignore[attr-defined]
     rewriter._compile_and_exec = compile_and_exec

@@ -1258,6 +1258,7 @@ def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
                                seed=_ORDER_SALT ^ _LAUNCHES[0])
         _MEMORY[0] = memory
         order = program_order(grid, _ORDER_SALT + _LAUNCHES[0]).tolist()
+        _IN_PROGRAMS[0] += 1  # only now may a jit function be called: by a program, never by a grid or a hook
         try:
             if interpreter_schedule.enabled():
                 _run_interleaved(self.fn, args, order, memory, seed=_ORDER_SALT ^ (_LAUNCHES[0] << 1))
@@ -1270,10 +1271,26 @@ def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
             if getattr(getattr(getattr(triton, "knobs", None), "compilation", None), "front_end_debugging", False):
                 raise
             raise interp.InterpreterError(repr(e)) from e
+        finally:
+            _IN_PROGRAMS[0] -= 1
     finally:
         _MEMORY[0] = None
         scope.restore()
     self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
+
+
+# Launches whose programs are running (a count: under interleaving the programs are threads of the launch). A grid
+# callable runs inside `run` too, before the programs: a launch counter let it call a jit function as host Python
+# (red-team round s25).
+_IN_PROGRAMS = [0]
+
+
+def in_programs() -> bool | None:
+    """Whether a launch's programs are running in this process; None where `install` did not take over the
+    launches (an interpreter whose internals it does not know), so that callers fall back to their own count."""
+    from triton.runtime import interpreter as interp
+
+    return _IN_PROGRAMS[0] > 0 if getattr(interp.GridExecutor.__call__, "_kernelgym", False) else None
 
 
 def _run_interleaved(fn: Callable[..., Any], args: dict[str, Any], order: list[list[int]], memory: _LaunchMemory,
@@ -1302,4 +1319,4 @@ def _run_interleaved(fn: Callable[..., Any], args: dict[str, Any], order: list[l
     _UNUSED[0] = 0
 
 
-__all__ = ["bool_op", "install", "kernel_value", "program_order", "unused_result"]
+__all__ = ["bool_op", "in_programs", "install", "kernel_value", "program_order", "unused_result"]

@@ -214,6 +214,10 @@ BANNED = [
     ("import warnings\nwarnings.formatwarning('a', UserWarning, '/etc/passwd', 1)", "'warnings.formatwarning'"),
     ("import warnings\nclass P(warnings.catch_warnings):\n    _module = None\n    def g(self):\n        return self._module",
      "'._module'"),
+    # red-team round s25
+    ("@triton.jit\ndef k(x):\n    \"\"\"\ndef k(x):\n    \"\"\"\n    pass", "a second line starting with `def `"),
+    ("def other(inspect):\n    return inspect\n@triton.jit\ndef k(x):\n    return inspect.getmodule(x)",
+     "the name 'inspect' in a kernel"),
 ]
 
 

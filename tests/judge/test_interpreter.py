@@ -388,3 +388,48 @@ def test_rewritten_kernels_see_no_interpreter_modules():
     assert isinstance(vars(interpreter).get("inspect"), type(interpreter))
     with pytest.raises(Exception, match="inspect"):
         reads_inspect[(1,)](torch.zeros(1))
+
+
+def test_a_jit_function_called_from_a_grid_callable_raises():
+    # Red-team round s25: a grid callable runs inside the launch but before any program; a launch counter let it call
+    # a jit function as host Python.
+    @triton.jit
+    def grab(x):
+        return x
+
+    with pytest.raises(Exception, match="outside of the scope of a kernel"):
+        _helper_kernel[lambda meta: (grab(1),)](torch.zeros(4), torch.zeros(4), 4, BLOCK=4)
+
+
+def test_a_rewritten_kernel_runs_without_the_interpreters_modules():
+    # Red-team round s25: Triton's own `_compile_and_exec` copied every interpreter global (inspect, np, ...) into the
+    # scope the kernel was built in.
+    from triton.runtime import interpreter
+
+    x = torch.arange(4, dtype=torch.float32)
+    out = torch.empty_like(x)
+    _helper_kernel[(1,)](x, out, 4, BLOCK=4)  # rewritten at its first launch
+    scope = interpreter.InterpretedFunction.rewritten_fn[_helper_kernel.fn].__globals__
+    own = _helper_kernel.fn.__globals__  # this test module's own imports (torch, tl, np...) are the kernel's
+    assert "inspect" in vars(interpreter) and "inspect" not in own
+    assert not [k for k, v in scope.items() if isinstance(v, type(interpreter)) and k not in own]
+    assert "_InterpreterComparison" in scope  # what the rewrite needs stays
+
+
+@triton.jit
+def _docstring_def_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Copies x.
+def _docstring_def_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+    """
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def test_the_interpreter_runs_the_kernels_own_body_not_a_def_in_its_docstring():
+    # Red-team round s25: the interpreter took the source from the last line starting with `def `.
+    x = torch.arange(8, dtype=torch.float32)
+    out = torch.zeros_like(x)
+    _docstring_def_kernel[(1,)](x, out, 8, BLOCK=8)
+    assert torch.equal(out, x)
