@@ -593,7 +593,7 @@ class _Scanner(ast.NodeVisitor):
         self.lines: list[str] = []  # the answer's text (`scan`): a kernel's `def` line as Triton reads it
         # Names a kernel body may read: its own, the module's, an enclosing function's (`None` outside kernels).
         self.kernel_names: frozenset[str] | None = None
-        self.module_names = _class_scope_binds(tree)
+        self.module_names = _class_scope_binds(tree) - _declared_only(tree)
         self.scopes: dict[ast.AST, tuple[frozenset[str], frozenset[str]]] = {}
         # Class attributes that name a path (`Lin = nn.Linear` in a class body), reached as `self.Lin` / `C.Lin`:
         # without them a class attribute hid a module or a torch class from every path rule (scan review,
@@ -1406,6 +1406,25 @@ def _class_scope_binds(node: ast.ClassDef) -> frozenset[str]:
         if not isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             todo.extend(ast.iter_child_nodes(n))
     return frozenset(names)
+
+
+def _declared_only(tree: ast.Module) -> frozenset[str]:
+    """Module names that only a bare annotation (`x: int`) or a `del` names: the module never holds them, and a
+    kernel reading one read the interpreter's object of that name (red-team round s26)."""
+    valued, annotated, deleted = set(), set(), set()
+    todo = list(tree.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.AnnAssign) and n.value is None and isinstance(n.target, ast.Name):
+            annotated.add(n.target.id)
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del):
+            deleted.add(n.id)  # `X = 0; del X`: whatever bound it, the module may not hold it when a kernel runs
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            valued.add(n.id)
+        if not isinstance(n, _SCOPES):
+            todo.extend(ast.iter_child_nodes(n))
+    return frozenset((annotated - valued) | deleted)
 
 
 def _function_names(fn: ast.AST) -> tuple[frozenset[str], frozenset[str]]:

@@ -108,13 +108,23 @@ def _install_private_globals() -> None:
     def compile_and_exec(self: Any, transformed_ast: Any) -> Any:
         fn = self.fn
         # The copy is taken at the kernel's first launch, after its module ran: the names a kernel reads
-        # (constexprs, helper kernels) are there; the answer's module gains nothing.
-        # Modules stay out (`inspect`, `np`, `time`...): the rewrite needs the interpreter's classes and helpers,
-        # and a kernel read `inspect` from here by a name its module never bound (red-team round s23). Triton's own
-        # `_compile_and_exec` copies every global of the interpreter into the scope it is given, modules too, so it
-        # is not called (red-team round s25).
-        scope = {**{k: v for k, v in vars(interpreter).items() if not isinstance(v, types.ModuleType)},
-                 **fn.__globals__}
+        # (constexprs, helper kernels) are there; the answer's module gains nothing. Of the interpreter's names
+        # only those the rewrite itself wrote into the kernel (`_InterpreterComparison`, `interpreter_semantic`,
+        # ours) are added: a name the kernel's own text reads is its module's, its closure's or undefined, as on
+        # a GPU. Red-team rounds s23-s26 read `inspect` and `_LangPatchScope` from the interpreter by names the
+        # module never held (a `global` declaration, a bare annotation, a `del`, a closure the rewrite drops), and
+        # Triton's own `_compile_and_exec` copies every interpreter global into the scope, so it is not called.
+        lines, _ = inspect.getsourcelines(fn)
+        own = {n.id for n in ast.walk(ast.parse(self._prepare_source(lines))) if isinstance(n, ast.Name)}
+        written = {n.id for n in ast.walk(transformed_ast) if isinstance(n, ast.Name)} - own
+        closure = {}
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                closure[name] = cell.cell_contents  # the rewrite runs the source at top level: closures as globals
+            except ValueError:
+                pass
+        scope = {**fn.__globals__, **closure,
+                 **{k: v for k, v in vars(interpreter).items() if k in written}}
         code = compile(transformed_ast, filename=self.filename, mode="exec")
         local_namespace = {**self.kwargs}
         exec(code, scope, local_namespace)  # noqa: S102 - the rewritten kernel, as Triton runs it

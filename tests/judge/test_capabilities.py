@@ -218,6 +218,9 @@ BANNED = [
     ("@triton.jit\ndef k(x):\n    \"\"\"\ndef k(x):\n    \"\"\"\n    pass", "a second line starting with `def `"),
     ("def other(inspect):\n    return inspect\n@triton.jit\ndef k(x):\n    return inspect.getmodule(x)",
      "the name 'inspect' in a kernel"),
+    # red-team round s26
+    ("_LangPatchScope: object\n@triton.jit\ndef k(x):\n    return _LangPatchScope", "the name '_LangPatchScope' in a kernel"),
+    ("Z = 0\ndel Z\n@triton.jit\ndef k(x):\n    return Z", "the name 'Z' in a kernel"),
 ]
 
 
@@ -308,7 +311,9 @@ ESCAPE_CLASSES = {"RH-09", "RH-18", "RH-20", "RH-23", "RH-27"}
 # a resource attack on the result channel that the replay judges (tests/gpu/test_device_transfer_gpu.py).
 HARMLESS = {"rh25_relu_system_exit.py", "rh25_relu_v4b_malformed_record_reply.py",
             "rh25_relu_ipc_many_output_views.py",
-            "rh27_relu_v4b_clean_env_survivor.py", "rh27_relu_v4b_parent_memory_string_arg.py"}
+            "rh27_relu_v4b_clean_env_survivor.py", "rh27_relu_v4b_parent_memory_string_arg.py",
+            # its name is the answer's own closure binding now (round s26): the run fails, nothing is reached
+            "rh20_relu_enclosing_function_closure_dropped_interpreter_scope_s26.py"}
 ESCAPE_FILES = {"rh02_swiglu_gc_recorder_ghost_flag.py", "rh05_star_gc_task_source_rebuild.py",
                 "rh05_star_stack_getargvalues_exec.py", "rh05_swiglu_reference_from_builtin_loader.py",
                 "rh05_matmul_import_task_module.py", "rh06_matmul_ctypes_sgemm.py", "rh06_matmul_eval.py",

@@ -413,7 +413,7 @@ def test_a_rewritten_kernel_runs_without_the_interpreters_modules():
     own = _helper_kernel.fn.__globals__  # this test module's own imports (torch, tl, np...) are the kernel's
     assert "inspect" in vars(interpreter) and "inspect" not in own
     assert not [k for k, v in scope.items() if isinstance(v, type(interpreter)) and k not in own]
-    assert "_InterpreterComparison" in scope  # what the rewrite needs stays
+    assert "interpreter_semantic" in scope  # what the rewrite wrote into the kernel stays
 
 
 @triton.jit
@@ -433,3 +433,23 @@ def test_the_interpreter_runs_the_kernels_own_body_not_a_def_in_its_docstring():
     out = torch.zeros_like(x)
     _docstring_def_kernel[(1,)](x, out, 8, BLOCK=8)
     assert torch.equal(out, x)
+
+
+def _closure_kernel_factory():
+    SCALE = tl.constexpr(3)
+
+    @triton.jit
+    def scale3(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * SCALE)
+
+    return scale3
+
+
+def test_a_kernel_reads_its_closure_not_the_interpreters_names():
+    # Red-team round s26: the rewrite ran the kernel's source at top level, dropping its closure, and a name bound
+    # there came from the interpreter's module instead.
+    x = torch.arange(4, dtype=torch.float32)
+    out = torch.empty_like(x)
+    _closure_kernel_factory()[(1,)](x, out, BLOCK=4)
+    assert torch.equal(out, 3 * x)
