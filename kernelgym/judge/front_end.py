@@ -26,9 +26,11 @@ given only for the duration of the check and restored after it (`_compile_mode`)
   Its `__call__` and `_patch_lang` are replaced for the check by a refusal that marks the check
   as inconclusive.
 
-A rule that cannot prove the GPU refuses never refuses: an inconclusive check (the marker above,
-or an error outside the code generator, such as a Triton whose internal API differs) lets the
-launch run, with a warning.
+A rule that cannot prove the GPU refuses never refuses: an inconclusive check (a code-generator error
+caused by the marker above, or an error outside the code generator, such as a Triton whose internal API
+differs) lets the launch run, with a warning. A refusal the answer's own code caught (a constexpr_function
+calling a jit function, which raises on a GPU too) makes nothing inconclusive: an error the code generator
+reaches after it is the GPU's verdict (red-team round s26).
 
 Cost, per specialisation and once per process (2-core CPU machine, triton 3.9, measured with another
 judge run beside it): 4-6 ms for a small kernel (one load and store, or refused early), about 25 ms
@@ -173,9 +175,12 @@ def _compile(jit: Any, backend: Any, target: Any, bound: Any, specialization: An
             module = src.make_ir(target, options, backend.get_codegen_implementation(options),
                                  backend.get_module_map(), context)
         except CompilationError as e:
-            if gap:
+            if gap and _caused_by_gap(e):
                 log.warning("GPU front-end check of %s inconclusive: %s", jit.__name__, gap[0])
                 return None
+            # A refusal the answer's own code caught (a constexpr_function calling a jit function: on a GPU that
+            # call raises too) decides nothing: the error the code generator went on to is the GPU's (red-team
+            # round s26: a caught refusal made every later error "inconclusive", and the kernel ran as Python).
             return _without_frames(e)
         except Exception as e:  # noqa: BLE001 - outside the code generator: not the GPU's verdict
             log.warning("GPU front-end check of %s skipped: %s: %s", jit.__name__, type(e).__name__, e)
@@ -194,6 +199,19 @@ def _compile(jit: Any, backend: Any, target: Any, bound: Any, specialization: An
         return None
     # The GPU's verdict, `invalid_answer`, whichever process launched it first (launch hook or replay).
     return ForgedPointerError(f"kernel {jit.__name__}: {forged_pointer_text(ops)}")
+
+
+def _caused_by_gap(error: BaseException) -> bool:
+    """Whether a `FrontEndGap` is in the error's cause or context chain: the code generator failed *because* it
+    reached something only the interpreter has, not at a later error of its own."""
+    seen = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        if isinstance(e, FrontEndGap):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _without_frames(error: BaseException) -> BaseException:

@@ -67,6 +67,41 @@ def test_a_plain_global_is_refused_as_the_gpu_compiler_refuses_it():
         scale_by_plain_global[(1,)](x, out, 100, BLOCK=128)
 
 
+_FNS_HELD = []
+
+
+@triton.jit
+def _held_noop():
+    pass
+
+
+_FNS_HELD.append(_held_noop)  # through a list: the code generator's dependency finder never sees it
+
+
+@triton.constexpr_function
+def _calls_a_jit_function_and_catches():
+    try:
+        _FNS_HELD[0]()  # on a GPU this raises too ("outside of the scope of a kernel"), and is caught the same way
+    except Exception:  # noqa: BLE001 - the point of the test
+        pass
+    return 1
+
+
+@triton.jit
+def caught_refusal_then_plain_global(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    GAP: tl.constexpr = _calls_a_jit_function_and_catches()
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * SCALE * GAP, mask=offs < n)
+
+
+def test_a_refusal_the_answer_caught_does_not_make_a_later_error_inconclusive():
+    # Red-team round s26: a constexpr_function that caught the check's refusal marked the check inconclusive, so
+    # the plain global the GPU refuses ran as Python on the CPU.
+    x = torch.ones(8)
+    with pytest.raises(CompilationError, match="SCALE"):
+        caught_refusal_then_plain_global[(1,)](x, torch.empty_like(x), 8, BLOCK=8)
+
+
 def test_a_noinline_helper_given_blocks_is_refused():
     x, out = torch.randn(100), torch.empty(100)
     with pytest.raises(CompilationError, match="marked noinline, but was called with non-scalar argument"):
