@@ -200,6 +200,13 @@ _FRAME_ATTRIBUTES = frozenset({
     "tb_next", "co_code", "co_consts", "co_names", "co_varnames", "co_filename"})  # fmt: skip
 # Anywhere: files, native libraries, raw PTX and device clocks.
 _BANNED_ATTRIBUTES = {
+    # Triton's interpreter rebuilds a kernel from a syntax tree through these: an answer's own transformer made
+    # the tree anything, and `rewrite_ast()` ran it (red-team round s27).
+    "rewriter": "rebuilds a kernel from a syntax tree (Triton's interpreter)",
+    "ast_transformer": "rewrites a kernel's syntax tree (Triton's interpreter)",
+    "rewrite_ast": "runs a rewritten kernel tree (Triton's interpreter)",
+    "rewrite": "runs a rewritten kernel tree (Triton's interpreter)",
+    "rewritten_fn": "holds the functions interpreted launches run (Triton's interpreter)",
     "from_file": "maps a file into memory", "tofile": "writes a file", "dump": "writes a file",
     "ctypes": "reaches native memory and libraries", "load_library": "loads a native library",
     "inline_asm_elementwise": "runs raw PTX (any address, clocks)", "globaltimer": "reads a clock inside a kernel",

@@ -114,8 +114,15 @@ def _install_private_globals() -> None:
         # a GPU. Red-team rounds s23-s26 read `inspect` and `_LangPatchScope` from the interpreter by names the
         # module never held (a `global` declaration, a bare annotation, a `del`, a closure the rewrite drops), and
         # Triton's own `_compile_and_exec` copies every interpreter global into the scope, so it is not called.
+        # The tree compiled is Triton's own rewrite of the kernel's source, made here: never `transformed_ast`, which
+        # the rewriter's (replaceable) transformer made (red-team round s27: an answer's transformer turned
+        # `return a.b` into `return a.__self__`, and `return a` into an interpreter name).
         lines, _ = inspect.getsourcelines(fn)
-        own = {n.id for n in ast.walk(ast.parse(self._prepare_source(lines))) if isinstance(n, ast.Name)}
+        source = ast.parse(self._prepare_source(lines))
+        own = {n.id for n in ast.walk(source) if isinstance(n, ast.Name)}
+        transformed_ast = interpreter.ASTTransformer().visit(source)
+        ast.fix_missing_locations(transformed_ast)
+        ast.increment_lineno(transformed_ast, self.def_file_lineno - 1)
         written = {n.id for n in ast.walk(transformed_ast) if isinstance(n, ast.Name)} - own
         closure = {}
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):

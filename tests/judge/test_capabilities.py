@@ -221,6 +221,8 @@ BANNED = [
     # red-team round s26
     ("_LangPatchScope: object\n@triton.jit\ndef k(x):\n    return _LangPatchScope", "the name '_LangPatchScope' in a kernel"),
     ("Z = 0\ndel Z\n@triton.jit\ndef k(x):\n    return Z", "the name 'Z' in a kernel"),
+    # red-team round s27
+    ("@triton.jit\ndef k(x):\n    return x\nr = k.rewriter", "'.rewriter'"),
 ]
 
 

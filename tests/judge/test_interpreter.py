@@ -453,3 +453,25 @@ def test_a_kernel_reads_its_closure_not_the_interpreters_names():
     out = torch.empty_like(x)
     _closure_kernel_factory()[(1,)](x, out, BLOCK=4)
     assert torch.equal(out, 3 * x)
+
+
+@triton.jit
+def _returns_its_argument(a):
+    return a
+
+
+def test_a_replaced_ast_transformer_changes_nothing_of_what_runs():
+    # Red-team round s27: the rewriter compiled whatever tree its (replaceable) transformer returned.
+    import ast
+
+    class Edit(ast.NodeTransformer):
+        def visit_Return(self, node):  # noqa: N802 - ast's naming
+            return ast.Return(value=ast.Constant(value="edited"))
+
+    rewriter = _returns_its_argument.rewriter
+    saved = rewriter.ast_transformer
+    rewriter.ast_transformer = Edit()
+    try:
+        assert rewriter.rewrite_ast()(7) == 7
+    finally:
+        rewriter.ast_transformer = saved
