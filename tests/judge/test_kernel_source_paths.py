@@ -269,18 +269,21 @@ def test_a_def_line_inside_a_string_is_refused():
 
 
 @pytest.mark.skipif(not interpreting(), reason="shows what Triton's CPU interpreter runs")
-def test_the_interpreter_would_run_the_string_that_the_check_refuses():
+def test_the_judges_interpreter_runs_the_parsed_body_and_the_front_end_refuses_the_string():
+    # Triton's own interpreter took the last line starting with `def ` and ran the string's body (doubling); the
+    # judge's takes the kernel's `def` from its syntax tree (red-team round s25), as Python and the GPU do. The
+    # replay's check above still refuses such a text, and the GPU front end refuses the string local.
     from triton.compiler import CompilationError
 
     from kernelgym.judge import front_end
 
+    make_interpreter_faithful()
     spec = KernelSpec(name="k", src=SMUGGLED, modules={"tl": "triton.language"})
-    kernel = ks.load_kernels({"k": spec})["k"]  # past the check, to show why it refuses
+    kernel = ks.load_kernels({"k": spec})["k"]  # past the check, to show what would run
     x, out = torch.arange(8, dtype=torch.float32), torch.zeros(8)
-    with front_end.unchecked():  # the bare interpreter
+    with front_end.unchecked():
         kernel[(1,)](x, out, 8, BLOCK=8)
-    assert torch.equal(out, 2 * x)  # the string's body ran, not the copy Python parsed
-    make_interpreter_faithful()  # with the GPU's front end, which compiles the parsed copy: a string local
+    assert torch.equal(out, x)  # the copy Python parsed, not the string's doubling body
     with pytest.raises(CompilationError):
         kernel[(1,)](x, out, 8, BLOCK=16)
 
