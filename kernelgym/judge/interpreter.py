@@ -94,10 +94,11 @@ def make_interpreter_faithful() -> None:
 
 
 def _install_private_globals() -> None:
-    """Rewritten kernels run in a copy of their module's globals with the interpreter's names added. Triton's
-    rewriter adds every name of its own module (`inspect`, `np`, `time`...) to the kernel's module itself, so
-    after its first launch the answer's Python could read `inspect` (then `inspect.getmodule(len).open`) by a name
-    the capability scan takes for the answer's own (red-team round s21). A GPU never adds them."""
+    """Rewritten kernels run in a copy of their module's globals, their closure, and only the interpreter names
+    the rewrite itself wrote into them; the tree compiled is our own rewrite of the kernel's source, found from its
+    `def` line in the syntax tree. Triton's rewriter adds every name of its own module (`inspect`, `np`, `time`...)
+    to the kernel's module, compiles whatever tree its replaceable transformer returns and takes the last `def `
+    line of the source (red-team rounds s21, s23, s25-s27). A GPU does none of these."""
     from triton.runtime import interpreter
 
     rewriter = getattr(interpreter, "FunctionRewriter", None)
