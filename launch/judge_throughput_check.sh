@@ -104,6 +104,7 @@ for run, kind, med in phases:
     print(f"  {run} {kind}: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(wall.items())))
     print(f"  {run} {kind} cpu: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(cpu.items())))
 EOF
-tar czf "$out/throughput.tgz" -C "$work" .
+# whole or not at all: a detached RL run waits for this file (rl_detached.sh DETACHED_RL_GATE)
+tar czf "$out/throughput.tgz.part" -C "$work" . && mv "$out/throughput.tgz.part" "$out/throughput.tgz"
 cat "$out/throughput.txt"
 exit $rc

@@ -24,6 +24,9 @@
 #      DETACHED_EVAL_SECONDS 900; give RL's service the other
 #      GPUs: JUDGE_GPUS="1 2"); its runs/eval_lora_* come back
 #      with every follow (evals.tgz, as far as they got)
+#      DETACHED_RL_GATE=/tmp/fu/out/throughput.tgz: RL starts only once that archive of a judge throughput run
+#      (started beside SFT, on another GPU) exists and launch/judge_gate.py passes it (waits up to
+#      DETACHED_RL_GATE_WAIT_S=600 s; a missing or failing gate ends the run with "rl gate_failed")
 # Rehearsed on a CPU with the tiny model: the rl_check.sh rehearsal's variables, JUDGE_DEVICES=cpu.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +61,15 @@ start() {
         KEEP_SERVICE=1 EVAL_GPUS='${DETACHED_EVAL_GPU:-}' MODELS='${DETACHED_EVAL_MODELS:-sft}' EVAL_SETS='${DETACHED_EVAL_SETS:-kernelbench}' \
           CALL_SECONDS=${DETACHED_EVAL_SECONDS:-900} STAGE=eval bash launch/rl_check.sh > '$logs/detached_eval.log' 2>&1 &
       fi
-      if (( $rl_s > 0 )); then  # after sftfull: RL_BASE=sftfull (exported above)
+      gate=pass
+      if [[ -n '${DETACHED_RL_GATE:-}' ]]; then  # the judge's throughput run, still running beside SFT: wait for it
+        for ((i = 0; i < ${DETACHED_RL_GATE_WAIT_S:-600}; i++)); do [[ -f '${DETACHED_RL_GATE:-}' ]] && break; sleep 1; done
+        '$PYTHON' launch/judge_gate.py '${DETACHED_RL_GATE:-}' || gate=fail
+        echo \"judge gate before rl: \$gate\"
+      fi
+      if [[ \$gate == fail ]]; then
+        rl=gate_failed  # rewards from a judge broken on this machine would poison the run
+      elif (( $rl_s > 0 )); then  # after sftfull: RL_BASE=sftfull (exported above)
         CALL_SECONDS=$((rl_s + 200)) RL_SECONDS=$rl_s STAGE=rl bash launch/rl_check.sh; rl=\$?
       else  # DETACHED_RL_SECONDS=0: SFT and its evals only (a 1-GPU machine); the run lives until the eval ends
         rl=off; wait

@@ -1,9 +1,13 @@
 """`launch/rl_detached.sh start`: the detached run's order of stages, against a stand-in rl_check.sh that records
 each call's STAGE (the real stages need the model and a GPU; rehearsed on this CPU with the tiny model)."""
 
+import io
+import json
 import os
 import shutil
 import subprocess
+import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -94,3 +98,50 @@ def test_an_unknown_sft_stage_is_refused_before_anything_starts(tmp_path):
                           timeout=60)
     assert done.returncode != 0 and "sft or sftfull, not qlora" in done.stdout
     assert not (tmp_path / "work" / "detached.pid").exists()
+
+
+def gate_archive(path: Path, unexpected: list[str]) -> Path:
+    report = {"modes": [{"mode": "local", "statuses": {"ok": 3, "cheat": 1}, "unexpected": unexpected}]}
+    data = json.dumps(report).encode()
+    with tarfile.open(path, "w:gz") as tar:
+        info = tarfile.TarInfo("bench_1_16x1.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def run_gated(tmp_path: Path, gate: Path, wait_s: str = "5") -> list[str]:
+    return run_start(tmp_path, DETACHED_SFT_STAGE="sftfull", DETACHED_RL_SECONDS="600",
+                     DETACHED_RL_GATE=str(gate), DETACHED_RL_GATE_WAIT_S=wait_s, PYTHON=sys.executable)
+
+
+@pytest.fixture(autouse=True)
+def _copy_gate(monkeypatch):
+    # run_start's tree holds only rl_detached.sh: the gate script rides beside it, as in a real checkout
+    real = shutil.copy
+
+    def copy(src, dst, *a, **k):
+        out = real(src, dst, *a, **k)
+        if Path(src).name == "rl_detached.sh":
+            real(ROOT / "launch" / "judge_gate.py", Path(dst).parent / "judge_gate.py")
+        return out
+    monkeypatch.setattr(shutil, "copy", copy)
+
+
+def test_rl_waits_for_a_passing_judge_gate(tmp_path):
+    lines = run_gated(tmp_path, gate_archive(tmp_path / "throughput.tgz", []))
+    assert any(line.startswith("rl rl_seconds=600") for line in lines)
+    assert lines[-1] == "sft 0 rl 0"
+    assert "judge gate before rl: pass" in (tmp_path / "work" / "logs" / "detached.log").read_text()
+
+
+def test_a_failing_judge_gate_stops_rl(tmp_path):
+    lines = run_gated(tmp_path, gate_archive(tmp_path / "throughput.tgz", ["add_v1: system_error, expected ok"]))
+    assert not any(line.startswith("rl ") for line in lines)
+    assert lines[-1] == "sft 0 rl gate_failed"
+
+
+def test_a_gate_that_never_comes_stops_rl(tmp_path):
+    lines = run_gated(tmp_path, tmp_path / "never.tgz", wait_s="1")
+    assert not any(line.startswith("rl ") for line in lines)
+    assert lines[-1] == "sft 0 rl gate_failed"
