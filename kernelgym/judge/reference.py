@@ -41,6 +41,15 @@ _COMPILE_LOCK = threading.Lock()  # dynamo is not thread-safe; judges may run in
 FLOAT64_BUDGET_BYTES = 4 << 30
 
 
+def _reraise_oom(e: Exception) -> None:
+    """The reference's device memory ran out: raised as itself, not as a broken task. Evaluations in flight
+    share the GPU, so this is most likely a neighbour's doing, and `batch.judge_one` judges an OOM again with
+    the device to itself; as a TaskError it became a `runtime_error` verdict on a correct answer (the
+    twenty-first session's gate run on the H200: `scale_bias_sigmoid`'s reference beside 15 others)."""
+    if isinstance(e, torch.OutOfMemoryError):
+        raise e
+
+
 @dataclass
 class ReferenceTimes:
     eager: RuntimeStats | None
@@ -80,6 +89,7 @@ class Reference:
             with gpu_lock(device, exclusive=False):
                 self.model = self.model.to(device)
         except Exception as e:
+            _reraise_oom(e)
             raise TaskError(f"task {task.task_id}: building Model failed: {type(e).__name__}: {e}") from None
 
     def num_inputs(self) -> int:
@@ -93,6 +103,7 @@ class Reference:
             with gpu_lock(self.device, exclusive=False):  # kernels of ours: never beside a measurement
                 return make_inputs(self.module, seed, distribution, self.device)
         except Exception as e:
+            _reraise_oom(e)
             raise TaskError(f"task {self.task.task_id}: get_inputs() failed: {type(e).__name__}: {e}") from None
 
     def draw(self, distribution: str, next_seed: Callable[[], int]) -> tuple[str, int, list[Any], Any]:
@@ -141,6 +152,7 @@ class Reference:
                         out = self.model(*moved)
                     self.op_names |= names
         except Exception as e:
+            _reraise_oom(e)
             raise TaskError(f"task {self.task.task_id}: Model.forward failed: {type(e).__name__}: {e}") from None
         if isinstance(out, (tuple, list)):
             out = [o.detach() if isinstance(o, torch.Tensor) else o for o in out]

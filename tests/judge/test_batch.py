@@ -78,3 +78,42 @@ def test_the_judges_own_out_of_memory_is_judged_again_alone(monkeypatch):
     results = batch.judge_many(pairs, JudgeConfig(device="cpu"), jobs=3, progress=False)
     assert [r.status for r in results] == [Status.OK] * 6
     assert [depth for a, depth in calls if a == "judge-oom-once"][1] == 1
+
+
+OOM_ONCE_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if torch._kernelgym_test_oom:  # a neighbour held the GPU's memory when the reference first ran
+            torch._kernelgym_test_oom.pop()
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 256.00 MiB (stand-in)")
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 32)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_reference_that_runs_out_of_memory_beside_others_is_judged_again_not_a_broken_task(monkeypatch):
+    # The twenty-first session's gate run (H200, 16 in flight): a correct answer became `runtime_error`
+    # because its task's reference ran out of device memory and that was reported as a broken task.
+    import torch
+
+    from kernelgym.judge import batch
+    from kernelgym.tasks.task import Task
+
+    # once per test, across the task module's executions (each Reference runs the source afresh)
+    monkeypatch.setattr(torch, "_kernelgym_test_oom", [True], raising=False)
+    answer = builtin_answer_path("relu").read_text()
+    task = Task(task_id="relu_oom_once", source=OOM_ONCE_TASK, origin="test")
+    results = batch.judge_many([(task, answer)], JudgeConfig(device="cpu"), jobs=1, progress=False)
+    assert [r.status for r in results] == [Status.OK], results[0].message
+    assert torch._kernelgym_test_oom == [], "the reference never ran out of memory: the test tests nothing"
