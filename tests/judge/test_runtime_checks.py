@@ -99,6 +99,16 @@ def test_wall_seconds_does_not_count_nested_phases_twice():
     assert r.wall_seconds == 14.5
 
 
+def test_wall_seconds_counts_the_replays_timed_outputs_once():
+    # the replay engine checks the timed outputs inside `timing` (the twenty-first session's throughput phases
+    # summed 1,094 slot-seconds for 915 of evaluations); the in-process engine checks them after it
+    from kernelgym.judge.result import EvalResult, Status
+
+    phases = {"compile": 2.0, "correctness": 3.0, "timing": 5.0, "timed_outputs": 4.0}
+    assert EvalResult(status=Status.OK, engine="replay", phase_seconds=phases).wall_seconds == 10.0
+    assert EvalResult(status=Status.OK, engine="inprocess", phase_seconds=phases).wall_seconds == 14.0
+
+
 def test_profile_share_exactly_at_the_threshold_is_rh03():
     # the answer's kernels must carry the majority: half the device time is not a majority
     cfg = JudgeConfig(device="cpu")
