@@ -125,14 +125,16 @@ def _install_private_globals() -> None:
         ast.fix_missing_locations(transformed_ast)
         ast.increment_lineno(transformed_ast, self.def_file_lineno - 1)
         written = {n.id for n in ast.walk(transformed_ast) if isinstance(n, ast.Name)} - own
-        closure = {}
+        closure, empty = {}, []
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
                 closure[name] = cell.cell_contents  # the rewrite runs the source at top level: closures as globals
             except ValueError:
-                pass
+                empty.append(name)
         scope = {**fn.__globals__, **closure,
                  **{k: v for k, v in vars(interpreter).items() if k in written}}
+        if empty:
+            _unbind(scope, empty)
         code = compile(transformed_ast, filename=self.filename, mode="exec")
         local_namespace = {**self.kwargs}
         exec(code, scope, local_namespace)  # noqa: S102 - the rewritten kernel, as Triton runs it
@@ -159,24 +161,59 @@ def _install_private_globals() -> None:
     rewriter._compile_and_exec = compile_and_exec
 
 
+def _unbind(scope: dict[str, Any], names: list[str]) -> None:
+    """Make `names` (free variables whose closure cells are empty) raise NameError when the rewritten kernel reads
+    them, as Python raises for an empty cell: the rewrite runs the kernel at top level, where a free variable is a
+    global lookup, and a name missing from the scope fell through to the module's globals, then its builtins
+    (red-team round s28: `open`, bound in the enclosing function only after the launch)."""
+    import builtins
+
+    for name in names:
+        scope.pop(name, None)
+    served = scope.get("__builtins__", builtins)
+    served = dict(vars(served) if isinstance(served, types.ModuleType) else served)
+    for name in names:
+        served.pop(name, None)
+    scope["__builtins__"] = served
+
+
 def _install_scalar_index() -> None:
     """Scalars as Python integers on Triton versions whose interpreter calls `int()` on a
-    one-element array (later versions squeeze it first, which is what this does)."""
+    one-element array (later versions squeeze it first, which is what this does). A pointer is no
+    integer: the GPU front end refuses `int(ptr)`, and its address let a kernel reach any host address
+    under the interpreter (red-team round s28); its text is the GPU's (`pointer<fp32>[]`), no address."""
     from triton.runtime import interpreter
 
     patch = getattr(interpreter, "_patch_lang_tensor", None)
     if patch is None or getattr(patch, "_kernelgym_index", False):
         return
 
+    def is_pointer(self: Any) -> bool:
+        import triton.language as tl
+
+        return isinstance(getattr(self, "dtype", None), tl.pointer_type)
+
     def index(self: Any) -> int:
+        if is_pointer(self):
+            raise TypeError(f"a pointer ({self.dtype}) cannot be used as an integer: the GPU compiler refuses it too")
         data = np.asarray(self.handle.data)
         if data.size != 1:  # a block is no integer: the GPU compiler refuses it too
             raise TypeError(f"only a scalar can be used as an integer, not a block of {data.size} values")
         return int(data.reshape(()))
 
+    def text(self: Any) -> str:
+        if is_pointer(self):
+            return str(self.dtype) + "[" + ", ".join(str(s) for s in self.shape) + "]"
+        return repr(self.handle.data)
+
+    def as_str(self: Any) -> str:
+        return text(self) if is_pointer(self) else str(self.handle.data)
+
     def patch_lang_tensor(tensor: Any, scope: Any) -> None:
         patch(tensor, scope)
         scope.set_attr(tensor, "__index__", index)
+        scope.set_attr(tensor, "__repr__", text)
+        scope.set_attr(tensor, "__str__", as_str)
 
     patch_lang_tensor._kernelgym_index = True  # type: ignore[attr-defined]
     interpreter._patch_lang_tensor = patch_lang_tensor

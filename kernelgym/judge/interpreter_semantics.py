@@ -171,6 +171,7 @@ class _LaunchMemory:
             if nbytes > 0 and not any(b <= base < e for b, e, *_ in self.regions):
                 self.regions.append([base, base + nbytes, None, None, None, None, None])
         self.stored = False  # any program stored into a region yet
+        self.fault = ""  # the first access outside the launch's storages (`check_bounds`): the launch fails
         self.programs = max(1, programs)
         self.me = 0  # the running program (its place in the run)
         self.seq = 0  # stores so far, over the launch
@@ -685,6 +686,42 @@ def _addresses(ptrs: np.ndarray, mask: Any = None) -> np.ndarray:
     return np.broadcast_to(ptrs, shape)[np.broadcast_to(mask, shape)].astype(np.uint64).ravel()
 
 
+class IllegalMemoryAccess(RuntimeError):
+    """An active lane of an interpreted load, store or atomic outside every storage given to its launch. A GPU
+    faults ("an illegal memory access was encountered"); the interpreter read and wrote the address, anywhere in the
+    process: an address made on the host (`data_ptr()`, `id()`) or from `int(ptr)` reached builtins' objects in the
+    answer's process and the replay's (red-team round s28). The message names the fault as CUDA does, so that
+    `errors.classify_exception` reports it as a GPU's would be (`crashed`, `cuda_illegal_address`)."""
+
+
+def check_bounds(memory: _LaunchMemory | None, ptrs: Any, mask: Any, size: int, what: str) -> None:
+    """Raise `IllegalMemoryAccess` unless each active lane's `size`-byte element at `ptrs` (where `mask` holds;
+    None: every lane) lies in one storage of the running launch. Masked-off lanes are free, as on a GPU; a memory
+    operation with no launch running (a launch from inside a kernel ended the outer's) has no storage at all."""
+    if not isinstance(ptrs, np.ndarray):
+        return
+    addrs = _addresses(ptrs, mask)
+    if not addrs.size:
+        return
+    size = max(1, int(size))
+    regions = memory.regions if memory is not None else []
+    low, high = addrs.min(), addrs.max()
+    for region in regions:  # the common case: the whole access in one storage
+        if region[0] <= low and region[1] >= size and high <= region[1] - size:
+            return
+    inside = np.zeros(addrs.size, dtype=np.bool_)
+    for region in regions:
+        if region[1] - region[0] >= size:
+            inside |= (addrs >= np.uint64(region[0])) & (addrs <= np.uint64(region[1] - size))
+    if inside.all():
+        return
+    bad = int(addrs[~inside][0])
+    if memory is not None:
+        memory.fault = memory.fault or what
+    raise IllegalMemoryAccess(f"an illegal memory access was encountered: {what} of {size} bytes at {bad:#x}, "
+                              "outside every tensor given to the launch")
+
+
 _MEMORY: list[_LaunchMemory | None] = [None]  # the launch running now (launches do not nest)
 # The most reads of one address a program makes before another program's unordered write there reaches them
 # (`_LaunchMemory.stale`): bounds a stale spin's length; a re-read of more reads is not caught, and costs the answer
@@ -711,6 +748,10 @@ def _launch_memory(builder: Any) -> None:
 
     def masked_load(self: Any, ptrs: Any, *args: Any, **kwargs: Any) -> Any:
         memory = _MEMORY[0]
+        if memory is None or not memory.live:  # an atomic's own load: checked by the atomic (`ordering`)
+            mask = kwargs["mask"] if "mask" in kwargs else (args[0] if args else None)
+            check_bounds(memory, getattr(ptrs, "data", None), getattr(mask, "data", None), _element_bytes(ptrs, None),
+                         "a load")
         _step(memory)
         if memory is not None and isinstance(getattr(ptrs, "data", None), np.ndarray):
             data = memory.redirect(ptrs.data, _element_bytes(ptrs, None))
@@ -720,6 +761,10 @@ def _launch_memory(builder: Any) -> None:
 
     def masked_store(self: Any, ptrs: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
         memory = _MEMORY[0]
+        if memory is None or not memory.live:  # an atomic's own store: checked by the atomic (`ordering`)
+            mask = kwargs["mask"] if "mask" in kwargs else (args[0] if args else None)
+            check_bounds(memory, getattr(ptrs, "data", None), getattr(mask, "data", None),
+                         _element_bytes(ptrs, value), "a store")
         _step(memory, wrote=True)
         if memory is not None and isinstance(getattr(ptrs, "data", None), np.ndarray):
             mask = kwargs["mask"] if "mask" in kwargs else (args[0] if args else None)
@@ -743,11 +788,13 @@ def _launch_memory(builder: Any) -> None:
                  lanes: tuple[int, ...] = ()) -> Callable[..., Any]:
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             memory = _MEMORY[0]
+            ptrs = getattr(args[ptr_at], "data", None)
+            mask = getattr(args[mask_at], "data", None) if mask_at is not None and len(args) > mask_at else None
+            # before any redirection to the launch's starting copy, which lies outside its storages
+            check_bounds(memory, ptrs, mask, _element_bytes(args[ptr_at], None), f"an {original.__name__[7:]}")
             if memory is None:
                 return original(self, *args, **kwargs)
             _step(memory)
-            ptrs = getattr(args[ptr_at], "data", None)
-            mask = getattr(args[mask_at], "data", None) if mask_at is not None and len(args) > mask_at else None
             acquires, releases = _semantics(args[sem_at] if len(args) > sem_at else kwargs.get("sem"))
             if _cta_scope(args[sem_at + 1] if len(args) > sem_at + 1 else kwargs.get("scope")):
                 acquires = releases = False  # orders nothing between programs (CTAs), as relaxed (red-team s19)
@@ -1267,6 +1314,8 @@ def _run_grid(self: Any, *args_dev: Any, **kwargs: Any) -> None:
                     interp.interpreter_builder.set_grid_idx(x, y, z)
                     memory.begin_program(i)
                     self.fn(**args)
+            if memory.fault:  # caught inside the kernel (Python the GPU front end never saw): the launch faulted
+                raise IllegalMemoryAccess(f"an illegal memory access was encountered ({memory.fault}, caught)")
         except Exception as e:
             if getattr(getattr(getattr(triton, "knobs", None), "compilation", None), "front_end_debugging", False):
                 raise
@@ -1319,4 +1368,4 @@ def _run_interleaved(fn: Callable[..., Any], args: dict[str, Any], order: list[l
     _UNUSED[0] = 0
 
 
-__all__ = ["bool_op", "in_programs", "install", "kernel_value", "program_order", "unused_result"]
+__all__ = ["IllegalMemoryAccess", "bool_op", "check_bounds", "in_programs", "install", "kernel_value", "program_order", "unused_result"]

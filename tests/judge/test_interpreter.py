@@ -475,3 +475,83 @@ def test_a_replaced_ast_transformer_changes_nothing_of_what_runs():
         assert rewriter.rewrite_ast()(7) == 7
     finally:
         rewriter.ast_transformer = saved
+
+
+def _empty_cell_kernel():
+    @triton.jit
+    def reads_late_local(out_ptr):
+        f = open  # a local of the enclosing function, bound only after the launch: its cell is empty then
+        tl.store(out_ptr, 1.0)
+
+    out = torch.zeros(1)
+    try:
+        reads_late_local[(1,)](out)
+    finally:
+        open = None  # noqa: F841 - makes `open` a local of this function, read by the kernel as a free variable
+    return out
+
+
+def test_an_empty_closure_cell_raises_name_error_not_the_builtin():
+    # Red-team round s28: the empty cell was dropped and the name fell through to the module's builtins.
+    with pytest.raises(Exception) as info:
+        _empty_cell_kernel()
+    assert "NameError" in repr(info.value) and "open" in repr(info.value)
+
+
+def _filled_cell_kernel():
+    open = tl.constexpr(2.0)  # noqa: A001 - a closure value shadowing a builtin is read as the closure's
+
+    @triton.jit
+    def reads_local(out_ptr):
+        tl.store(out_ptr, open)
+
+    out = torch.zeros(1)
+    reads_local[(1,)](out)
+    return out
+
+
+def test_a_filled_closure_cell_shadowing_a_builtin_is_read():
+    assert _filled_cell_kernel().item() == 2.0
+
+
+@triton.jit
+def _pointer_as_integer(x_ptr, out_ptr, HOW: tl.constexpr):
+    # `tl.range is tl.static_range` holds only under the interpreter: the GPU front end checks the `else` alone
+    # (red-team round s28), so the interpreter's own refusal is what this reaches
+    if tl.range is tl.static_range:
+        if HOW == 0:
+            v = int(x_ptr)
+        elif HOW == 1:
+            v = x_ptr.__index__()
+        elif HOW == 2:
+            v = float(x_ptr)
+        else:
+            v = hash(x_ptr)
+        tl.store(out_ptr, v)
+    else:
+        tl.store(out_ptr, 0)
+
+
+@pytest.mark.parametrize("how", [0, 1, 2, 3])
+def test_a_pointer_is_no_integer_inside_a_kernel(how):
+    # Red-team round s28: `int(ptr)` was the pointer's address under the interpreter (the GPU refuses it).
+    out = torch.full((1,), 7, dtype=torch.int64)
+    with pytest.raises(Exception) as info:
+        _pointer_as_integer[(1,)](torch.zeros(4), out, HOW=how)
+    assert "TypeError" in repr(info.value) or "TypeError" in repr(info.value.__cause__)
+    assert out.item() == 7
+
+
+@triton.jit
+def _pointer_text(x_ptr, n, out_ptr):
+    if tl.range is tl.static_range:  # interpreter only, as above
+        tl.static_assert(str(x_ptr) == "pointer<fp32>[]")
+        tl.static_assert(repr(x_ptr) == "pointer<fp32>[]")
+        tl.static_assert(int(n) == 3)  # an integer scalar still is one
+    tl.store(out_ptr, 1)
+
+
+def test_a_pointers_text_holds_no_address():
+    out = torch.zeros(1, dtype=torch.int32)
+    _pointer_text[(1,)](torch.zeros(4), 3, out)
+    assert out.item() == 1

@@ -636,15 +636,15 @@ def merge_through_offset(x_ptr, delta, BLOCK: tl.constexpr):
     tl.store(x_ptr + delta, tl.load(x_ptr + delta) + part)
 
 
-# only the launch arguments' storages are tracked (a storage reached by pointer arithmetic from another argument reads
-# live memory), but the programs run interleaved (`interpreter_schedule`): another program's load and store come
-# between a program's load and store of the total (was open since red-team s16)
-def test_a_merge_into_a_storage_no_argument_names_loses_updates():
+# a storage reached by pointer arithmetic from another argument is no storage of the launch: a GPU faults there, and
+# so does the interpreter (red-team round s28; the interleaved schedule made such a merge lose updates since s16)
+def test_a_merge_into_a_storage_no_argument_names_faults():
     x, out = torch.ones(8 * 16), torch.zeros(1)
     delta, rest = divmod(out.data_ptr() - x.data_ptr(), 4)
     assert rest == 0
-    merge_through_offset[(8,)](x, delta, BLOCK=16)
-    assert out.item() != 128.0
+    with pytest.raises(Exception, match="illegal memory access"):
+        merge_through_offset[(8,)](x, delta, BLOCK=16)
+    assert out.item() == 0.0
 
 
 # -- bfloat16 ------------------------------------------------------------------------------------
@@ -965,3 +965,108 @@ def test_storing_twice_does_not_line_up_the_run_order_again():
     acc, out = torch.zeros(32), torch.zeros(64)
     every_program_stores_its_view_twice[(8,)](x, acc, out, BLOCK=32)
     assert out[:32].tolist() != [8.0] * 32 and set(out[:32].tolist()) <= set(range(1, 9))
+
+
+# -- accesses outside the launch's storages (red-team round s28) ----------------------------------------------------
+@triton.jit
+def load_at_offset(x_ptr, out_ptr, off, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    tl.store(out_ptr + cols, tl.load(x_ptr + off + cols, mask=cols < n, other=0.0), mask=cols < BLOCK)
+
+
+@triton.jit
+def store_at_offset(out_ptr, off, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    tl.store(out_ptr + off + cols, tl.full([BLOCK], 1.0, tl.float32))
+
+
+@triton.jit
+def atomic_at_offset(out_ptr, off, KIND: tl.constexpr):
+    if KIND == 0:
+        tl.atomic_add(out_ptr + off, 1.0)
+    elif KIND == 1:
+        tl.atomic_cas(out_ptr.to(tl.pointer_type(tl.int32)) + off, 0, 1)
+    elif KIND == 2:
+        tl.atomic_xchg(out_ptr.to(tl.pointer_type(tl.int32)) + off, 2)
+    else:
+        tl.atomic_max(out_ptr + off, 3.0)
+
+
+@triton.jit
+def descriptor_copy(x_ptr, out_ptr, rows, ROWS: tl.constexpr, COLS: tl.constexpr):
+    # a device-side descriptor whose shape claims more rows than the tensor has
+    src = tl.make_tensor_descriptor(x_ptr, shape=[rows, COLS], strides=[COLS, 1], block_shape=[ROWS, COLS])
+    tl.store(out_ptr + tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :], src.load([0, 0]))
+
+
+def _faults(call) -> str:
+    with pytest.raises(Exception) as info:
+        call()
+    return repr(info.value)
+
+
+def test_a_load_outside_every_storage_of_the_launch_faults():
+    x, out = torch.arange(16.0), torch.zeros(16)
+    host = torch.arange(64.0)  # another tensor of this process, not given to the launch
+    off = (host.data_ptr() - x.data_ptr()) // 4
+    assert "illegal memory access" in _faults(lambda: load_at_offset[(1,)](x, out, off, 16, BLOCK=16))
+    assert out.tolist() == [0.0] * 16  # nothing read from the host tensor
+
+
+@triton.jit
+def word_of_bytes(x_ptr, out_ptr, at):
+    tl.store(out_ptr, tl.load(x_ptr.to(tl.pointer_type(tl.float32)) + at))
+
+
+def test_the_whole_element_must_lie_inside_a_storage():
+    x, out = torch.zeros(6, dtype=torch.uint8), torch.ones(1)
+    word_of_bytes[(1,)](x, out, 0)  # bytes 0..3
+    assert out.item() == 0.0
+    # bytes 4..7: the element starts inside the 6-byte storage and ends past it
+    assert "illegal memory access" in _faults(lambda: word_of_bytes[(1,)](x, out, 1))
+
+
+def test_masked_off_lanes_may_point_anywhere():
+    x, out = torch.arange(16.0), torch.zeros(16)
+    load_at_offset[(1,)](x, out, 1 << 40, 0, BLOCK=16)  # every lane masked off: no access
+    assert out.tolist() == [0.0] * 16
+    load_at_offset[(1,)](x, out, 8, 8, BLOCK=16)  # lanes 8..15 would read past x: masked off
+    assert out.tolist() == [float(v) for v in range(8, 16)] + [0.0] * 8
+
+
+def test_a_store_outside_the_launch_faults_and_writes_nothing():
+    out, host = torch.zeros(16), torch.zeros(16)
+    off = (host.data_ptr() - out.data_ptr()) // 4
+    assert "illegal memory access" in _faults(lambda: store_at_offset[(1,)](out, off, BLOCK=16))
+    assert host.tolist() == [0.0] * 16
+    store_at_offset[(1,)](out, 0, BLOCK=16)
+    assert out.tolist() == [1.0] * 16
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2, 3])
+def test_atomics_outside_the_launch_fault(kind):
+    out, host = torch.zeros(4), torch.zeros(4)
+    off = (host.data_ptr() - out.data_ptr()) // 4
+    assert "illegal memory access" in _faults(lambda: atomic_at_offset[(1,)](out, off, KIND=kind))
+    assert host.tolist() == [0.0] * 4
+    atomic_at_offset[(1,)](out, 1, KIND=kind)
+    assert out[1].item() != 0.0
+
+
+def test_a_tensor_descriptor_reaching_past_its_tensor_faults():
+    x, out = torch.arange(64.0).reshape(4, 16), torch.zeros(8, 16)
+    with pytest.raises(Exception, match="illegal memory access"):
+        descriptor_copy[(1,)](x, out, 8, ROWS=8, COLS=16)
+    descriptor_copy[(1,)](x, out, 4, ROWS=8, COLS=16)  # rows past the descriptor's shape: zero padding
+    assert torch.equal(out[:4], x) and out[4:].abs().sum().item() == 0.0
+
+
+def test_the_fault_is_reported_as_a_gpus_illegal_memory_access():
+    from kernelgym.judge.errors import classify_exception
+    from kernelgym.judge.interpreter_semantics import IllegalMemoryAccess
+
+    x, out = torch.arange(16.0), torch.zeros(16)
+    with pytest.raises(Exception) as info:
+        load_at_offset[(1,)](x, out, 1 << 20, 16, BLOCK=16)
+    assert isinstance(info.value.__cause__, IllegalMemoryAccess)
+    assert classify_exception(info.value, "forward") == ("crashed", "cuda_illegal_address")
