@@ -1070,3 +1070,20 @@ def test_the_fault_is_reported_as_a_gpus_illegal_memory_access():
         load_at_offset[(1,)](x, out, 1 << 20, 16, BLOCK=16)
     assert isinstance(info.value.__cause__, IllegalMemoryAccess)
     assert classify_exception(info.value, "forward") == ("crashed", "cuda_illegal_address")
+
+
+@triton.jit
+def load_and_swallow_the_fault(x_ptr, out_ptr, off):
+    if tl.range is tl.static_range:  # only under the interpreter: Python the GPU front end never checks (s28)
+        try:
+            tl.store(out_ptr, tl.load(x_ptr + off))
+        except Exception:
+            pass
+    tl.store(out_ptr + 1, 1.0)
+
+
+def test_a_fault_caught_inside_the_kernel_still_fails_the_launch():
+    x, out = torch.arange(4.0), torch.zeros(2)
+    with pytest.raises(Exception, match="illegal memory access"):
+        load_and_swallow_the_fault[(1,)](x, out, 1 << 30)
+    assert out[0].item() == 0.0
