@@ -49,6 +49,11 @@ that the interpreter (triton 3.9) handles in plain Python instead:
   between, and a store over such a store of another lane lands or not at random (red-team s17); an atomic over it
   reads the starting memory with probability 1/2 (red-team s18). Open: a store racing with an earlier load of
   another lane (write after read).
+- Memory outside the launch: a GPU faults on an access outside its allocations ("an illegal memory access was
+  encountered"); the interpreter read and wrote any address of the process, so an address made on the host
+  (`data_ptr()`, `id()`) or by `int(ptr)` reached the builtins of the answer's process and of the replay (red-team
+  s28). Here every active lane of a load, store, atomic or tensor-descriptor access must lie, its whole element,
+  in one storage given to the launch (`check_bounds`); masked-off lanes are free.
 - Reorderable reshapes: `tl.view` is `tl.reshape(x, shape, can_reorder=True)`, whose element order the GPU leaves
   to its layouts (triton-lang/triton#2829); the interpreter kept the order, so a `tl.view`-flattened tile stored at
   row-major offsets was exact on CPU only (red-team s17). Here the result is permuted (`_reorderable_reshapes`).
@@ -1368,4 +1373,5 @@ def _run_interleaved(fn: Callable[..., Any], args: dict[str, Any], order: list[l
     _UNUSED[0] = 0
 
 
-__all__ = ["IllegalMemoryAccess", "bool_op", "check_bounds", "in_programs", "install", "kernel_value", "program_order", "unused_result"]
+__all__ = ["IllegalMemoryAccess", "bool_op", "check_bounds", "in_programs", "install", "kernel_value", "program_order",
+           "unused_result"]
