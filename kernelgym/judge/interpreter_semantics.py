@@ -703,17 +703,21 @@ def check_bounds(memory: _LaunchMemory | None, ptrs: Any, mask: Any, size: int, 
     """Raise `IllegalMemoryAccess` unless each active lane's `size`-byte element at `ptrs` (where `mask` holds;
     None: every lane) lies in one storage of the running launch. Masked-off lanes are free, as on a GPU; a memory
     operation with no launch running (a launch from inside a kernel ended the outer's) has no storage at all."""
-    if not isinstance(ptrs, np.ndarray):
-        return
-    addrs = _addresses(ptrs, mask)
-    if not addrs.size:
+    if not isinstance(ptrs, np.ndarray) or not ptrs.size:
         return
     size = max(1, int(size))
     regions = memory.regions if memory is not None else []
-    low, high = addrs.min(), addrs.max()
-    for region in regions:  # the common case: the whole access in one storage
-        if region[0] <= low and region[1] >= size and high <= region[1] - size:
-            return
+
+    def within_one(addrs: np.ndarray) -> bool:
+        low, high = int(addrs.min()), int(addrs.max())
+        return any(region[0] <= low and high + size <= region[1] for region in regions)
+
+    # the common case first, every lane (masked-off ones too) in one storage: two reductions, no mask to apply
+    if within_one(ptrs.astype(np.uint64, copy=False)):
+        return
+    addrs = _addresses(ptrs, mask)
+    if not addrs.size or within_one(addrs):
+        return
     inside = np.zeros(addrs.size, dtype=np.bool_)
     for region in regions:
         if region[1] - region[0] >= size:
