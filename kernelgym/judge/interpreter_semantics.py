@@ -703,7 +703,13 @@ def check_bounds(memory: _LaunchMemory | None, ptrs: Any, mask: Any, size: int, 
     """Raise `IllegalMemoryAccess` unless each active lane's `size`-byte element at `ptrs` (where `mask` holds;
     None: every lane) lies in one storage of the running launch. Masked-off lanes are free, as on a GPU; a memory
     operation with no launch running (a launch from inside a kernel ended the outer's) has no storage at all."""
-    if not isinstance(ptrs, np.ndarray) or not ptrs.size:
+    if (not isinstance(ptrs, np.ndarray) or ptrs.dtype.kind not in "iu"
+            or not (mask is None or isinstance(mask, (np.ndarray, np.generic)))):
+        # the interpreter makes integer arrays; anything else was put there by the kernel (`.handle.data`), and
+        # Triton's native load would convert an object that supports DLPack or the buffer protocol unchecked
+        raise IllegalMemoryAccess(f"an illegal memory access was encountered: {what} through pointers or a mask "
+                                  f"of type {type(ptrs).__name__}/{type(mask).__name__}, which no kernel makes")
+    if not ptrs.size:
         return
     size = max(1, int(size))
     regions = memory.regions if memory is not None else []

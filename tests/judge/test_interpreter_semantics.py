@@ -1087,3 +1087,18 @@ def test_a_fault_caught_inside_the_kernel_still_fails_the_launch():
     with pytest.raises(Exception, match="illegal memory access"):
         load_and_swallow_the_fault[(1,)](x, out, 1 << 30)
     assert out[0].item() == 0.0
+
+
+@triton.jit
+def load_through_a_foreign_pointer_array(x_ptr, out_ptr):
+    if tl.range is tl.static_range:  # only under the interpreter, as above
+        p = x_ptr + 0
+        p.handle.data = p.handle.data.tolist()  # no numpy array: the bounds could not be read from it
+        tl.store(out_ptr, tl.load(p))
+
+
+def test_pointers_the_interpreter_did_not_make_fault():
+    x, out = torch.arange(4.0) + 1, torch.zeros(1)
+    with pytest.raises(Exception, match="illegal memory access"):
+        load_through_a_foreign_pointer_array[(1,)](x, out)
+    assert out.item() == 0.0
