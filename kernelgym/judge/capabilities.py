@@ -825,6 +825,7 @@ class _Scanner(ast.NodeVisitor):
         self._module_value(node)
         self._restricted(node)
         self._kernel_torch(node)
+        self._kernel_oracle(node)
 
     def _name_builtin(self, node: ast.Name) -> None:
         parent = self.parents.get(node)
@@ -948,6 +949,8 @@ class _Scanner(ast.NodeVisitor):
         self._module_value(node)
         self._restricted(node)
         self._kernel_torch(node)
+        self._kernel_oracle(node)
+        self._kernel_value_attribute(node, node.attr)
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -986,6 +989,8 @@ class _Scanner(ast.NodeVisitor):
                 # variable passed the literal check (red-team round s23: `torch.UntypedStorage(n).type(v)`).
                 self.ban(node, "'.type(...)' with anything but a dtype or a tensor type name",
                          "it imports the module a string names; use .to(dtype)")
+        if self.in_kernel:
+            self._kernel_introspection(node)
         self.generic_visit(node)
 
     def _formats_one_constant(self, node: ast.Attribute) -> bool:
@@ -1198,6 +1203,52 @@ class _Scanner(ast.NodeVisitor):
                 and (self.path(node) or "").split(".")[0] == "torch"):
             self.ban(node, f"'{node.id}' inside a @triton.jit kernel", "torch compiles only under the CPU "
                      "interpreter; use triton.language (tl.float32, tl.exp, ...)")
+
+    # -- what a kernel may test (red-team round s28) ---------------------------------------------------------------
+    # The GPU code generator folds a compile-time condition over its objects, the interpreter over its own: the check
+    # compiles one branch and the CPU runs the other when a kernel compares or introspects a Triton function, class
+    # or module (`tl.range is tl.static_range`, `hasattr(tl.multiple_of, "func")`) or an interpreter object
+    # (`hasattr(x_ptr.handle, "data")`). The replay refuses the same (`kernel_source.kernel_problems`).
+    def _kernel_oracle(self, node: ast.Name | ast.Attribute) -> None:
+        from kernelgym.judge.kernel_source import branch_oracle, oracle_use
+
+        if not self.in_kernel or not isinstance(node.ctx, ast.Load) or id(node) in self.annotations:
+            return
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return  # a step of a longer path: judged at its end
+        path = self.path(node)
+        if path is None or path.split(".")[0] != "triton":
+            return
+        kind, obj = _lookup(path)
+        if kind == "banned" or (kind == "object" and not branch_oracle(obj)):
+            return
+        if oracle_use(node, self.parents, lambda f: (self.path(f) or "").split(".")[0] == "triton"):
+            self.ban(node, f"'{ast.unparse(node)[:60]}' as a value inside a kernel (compared, tested with hasattr/"
+                     "isinstance, bound to a name or passed to a helper)", "the GPU compiler and the CPU interpreter "
+                     "hold different objects there, so the CPU would run a branch the GPU check never compiled; "
+                     "call Triton functions, and test only constexpr values and dtypes")
+
+    def _kernel_value_attribute(self, node: ast.AST, attr: str) -> None:
+        from kernelgym.judge.kernel_source import _NOT_VALUE_ATTRIBUTES
+
+        if self.in_kernel and attr in _NOT_VALUE_ATTRIBUTES:
+            self.ban(node, f"'.{attr}' inside a kernel", "it reads the CPU interpreter's objects (`.handle` is its "
+                     "numpy buffer of addresses), which a GPU kernel does not have; use Triton language")
+
+    def _kernel_introspection(self, node: ast.Call) -> None:
+        from kernelgym.judge.kernel_source import introspected_attribute
+
+        func = node.func
+        if not (isinstance(func, ast.Name) and func.id in ("hasattr", "getattr") and not self._local(func)):
+            pass
+        elif len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            self._kernel_value_attribute(node, node.args[1].value)
+        else:
+            self.ban(node, f"{func.id}() with a computed name inside a kernel", "give the attribute literally")
+        if introspected_attribute(node) and not self._local(func) and self.path(node.args[0]) is None:
+            self.ban(node, f"{func.id}() of an attribute inside a kernel ({ast.unparse(node.args[0])[:40]})",
+                     "the GPU compiler and the CPU interpreter hold different objects there")
 
     def path(self, node: ast.expr) -> str | None:
         """The dotted path an expression names through the answer's imports and aliases, if any."""

@@ -26,11 +26,16 @@ given only for the duration of the check and restored after it (`_compile_mode`)
   Its `__call__` and `_patch_lang` are replaced for the check by a refusal that marks the check
   as inconclusive.
 
-A rule that cannot prove the GPU refuses never refuses: an inconclusive check (a code-generator error
-caused by the marker above, or an error outside the code generator, such as a Triton whose internal API
-differs) lets the launch run, with a warning. A refusal the answer's own code caught (a constexpr_function
-calling a jit function, which raises on a GPU too) makes nothing inconclusive: an error the code generator
-reaches after it is the GPU's verdict (red-team round s26).
+What fails in the check on the answer's kernel, its launch arguments, jit options or callbacks (`repr=`, a
+constexpr function), in the binder, the code generator or Triton's TTIR passes, is the GPU's verdict: a GPU
+launch runs the same steps and fails the same way, so it is raised as a `CompilationError` (`compile_error`), never
+skipped (red-team round s28: `do_not_specialize=1`, a list argument and a raising `repr=` each made the check
+"skipped", and the kernel ran as Python). So is reaching an interpreted function or a launch during code generation
+(`_compile_mode`): the answer put it there. A launch while another interpreted launch runs (from a kernel body or
+a grid callable) raises `NestedLaunchError`, as in the replay. Only a fault of the judge's own set-up lets the
+launch run unchecked, with a warning, and no answer value reaches those steps: building the backend from the
+install target (`check`), Triton's language found patched before any of the check's code runs, and creating the
+MLIR context (`_compile`).
 
 Cost, per specialisation and once per process (2-core CPU machine, triton 3.9, measured with another
 judge run beside it): 4-6 ms for a small kernel (one load and store, or refused early), about 25 ms
@@ -56,7 +61,7 @@ _STATE: dict[str, Any] = {"backend": None, "gap": None, "installed": False, "tar
 
 
 class FrontEndGap(Exception):
-    """The CPU front end reached something only the interpreter has: no verdict (module docstring)."""
+    """The code generator reached something only the interpreter has, put there by the answer: refused."""
 
 
 def install(target: Any) -> str:
@@ -78,6 +83,13 @@ def install(target: Any) -> str:
     original = interpreter.InterpretedFunction.run
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        if not warmup and _STATE["launching"]:
+            # A launch from a kernel body, a grid callable or a launch hook while another runs: a GPU kernel
+            # cannot launch one, and the outer check never saw it (red-team round s28). As the replay refuses it.
+            from kernelgym.judge.replay import NestedLaunchError
+
+            raise NestedLaunchError(f"kernel {getattr(self, '__name__', '?')} was launched from inside another "
+                                    "launch (a kernel body or a grid callable); launch kernels from host code only")
         if not warmup and not _STATE["off"]:
             check(self, args, kwargs)
         _STATE["launching"] += 1  # programs may run on the scheduler's threads: a count, not thread-local
@@ -133,19 +145,26 @@ def _scope_device_calls() -> None:
 
 def check(kernel: Any, args: tuple, kwargs: dict) -> None:
     """Raise what Triton's GPU front end raises for this launch's specialisation of `kernel` (an
-    `InterpretedFunction`), once per specialisation; return when it compiles or cannot be judged."""
+    `InterpretedFunction`), once per specialisation; return when it compiles (or, only for a fault of the
+    judge's own set-up, when it cannot be judged)."""
+    name = getattr(kernel, "__name__", "?")
     try:
+        backend, target = _backend()
+    except Exception as e:  # noqa: BLE001 - ours: built from the install target alone, no answer value reaches it
+        log.warning("GPU front-end check skipped for %s: %s: %s", name, type(e).__name__, e)
+        return
+    try:
+        # Each step reads the answer's kernel, jit options or launch arguments: a GPU launch runs the same steps
+        # (JITFunction.__init__, the argument binder) and fails with the same error (red-team round s28:
+        # `do_not_specialize=1`, a list argument made a "skipped" check and the body ran as Python).
         jit = _jit_of(kernel)
         args = tuple(_jit_of(a) for a in args)
         kwargs = {k: _jit_of(v) for k, v in kwargs.items()}
-        backend, target = _backend()
         binder = _binder(jit, backend)
         bound, specialization, options = binder(*args, **_launch_options(jit, kwargs))
         key = (id(jit), repr(specialization), str(options))
-    except Exception as e:  # noqa: BLE001 - no verdict without the front end (module docstring)
-        log.warning("GPU front-end check skipped for %s: %s: %s", getattr(kernel, "__name__", "?"),
-                    type(e).__name__, e)
-        return
+    except Exception as e:  # noqa: BLE001 - the GPU's verdict on the answer's kernel or arguments
+        raise _refusal(name, "launching it", e) from None
     if key not in _CHECKED:
         _CHECKED[key] = _compile(jit, backend, target, bound, specialization, _launch_options(jit, kwargs))
     error = _CHECKED[key]
@@ -153,47 +172,59 @@ def check(kernel: Any, args: tuple, kwargs: dict) -> None:
         raise error
 
 
+def _refusal(name: str, stage: str, error: BaseException) -> BaseException:
+    """A `CompilationError` (a `compile_error`) saying that Triton failed on the answer's kernel at `stage`, as a
+    GPU launch of it fails: an error of the answer's kernel, arguments, jit options or callbacks."""
+    from triton.compiler import CompilationError
+
+    text = f"{type(error).__name__}: {error}"[:500]
+    return CompilationError(f"kernel {name}", None, f"Triton's GPU front end failed while {stage} ({text}); "
+                            "a GPU refuses this launch the same way. Pass tensors, numbers and tl.constexpr values "
+                            "as arguments, give @triton.jit only its documented options, and keep the kernel to "
+                            "Triton language")
+
+
 def _compile(jit: Any, backend: Any, target: Any, bound: Any, specialization: Any, kwargs: dict) -> BaseException | None:
-    """What the GPU raises for one specialisation before it runs, or None (also when this cannot judge):
-    the front end's `CompilationError`, or the forged-pointer refusal `launch_hook` makes from the TTIR
-    of the kernel's first launch on a GPU (Triton's TTIR passes run here too, as they do there)."""
+    """What the GPU raises for one specialisation before it runs, or None: the front end's `CompilationError`,
+    a refusal for any other error of the code generator or of Triton's TTIR passes on the answer's kernel
+    (`_refusal`), or the forged-pointer refusal `launch_hook` makes from the TTIR of the kernel's first launch
+    on a GPU. None without a verdict only when the process itself is not fit to check (`_compile_mode`)."""
     from triton._C.libtriton import ir
     from triton.compiler import ASTSource, CompilationError
 
     from kernelgym.judge.launch_hook import ForgedPointerError, forged_pointer_ops, forged_pointer_text
 
     with _compile_mode() as gap:
-        if gap:
+        if gap:  # ours: Triton's interpreter left triton.language patched (no answer code runs before this)
             log.warning("GPU front-end check of %s skipped: %s", jit.__name__, gap[0])
             return None
         try:
-            options, signature, constexprs, attrs = jit._pack_args(backend, kwargs, bound, specialization, None)
             context = ir.context()
             ir.load_dialects(context)
             backend.load_dialects(context)
+        except Exception as e:  # noqa: BLE001 - ours: MLIR set-up, before any answer value is read
+            log.warning("GPU front-end check of %s skipped: %s: %s", jit.__name__, type(e).__name__, e)
+            return None
+        try:
+            options, signature, constexprs, attrs = jit._pack_args(backend, kwargs, bound, specialization, None)
             src = ASTSource(jit, signature, constexprs, attrs)
             module = src.make_ir(target, options, backend.get_codegen_implementation(options),
                                  backend.get_module_map(), context)
-        except CompilationError as e:
-            if gap and _caused_by_gap(e):
-                log.warning("GPU front-end check of %s inconclusive: %s", jit.__name__, gap[0])
-                return None
-            # A refusal the answer's own code caught (a constexpr_function calling a jit function: on a GPU that
-            # call raises too) decides nothing: the error the code generator went on to is the GPU's (red-team
-            # round s26: a caught refusal made every later error "inconclusive", and the kernel ran as Python).
-            return _without_frames(e)
-        except Exception as e:  # noqa: BLE001 - outside the code generator: not the GPU's verdict
-            log.warning("GPU front-end check of %s skipped: %s: %s", jit.__name__, type(e).__name__, e)
-            return None
-        if gap:  # reached the interpreter and went on (an answer's constexpr_function caught it)
-            return None
-        try:
+            if gap:  # reached the interpreter and went on (an answer's constexpr_function caught it)
+                raise FrontEndGap(gap[0])
             stages: dict[str, Any] = {}
             backend.add_stages(stages, options, src.language)
             ttir = str(stages["ttir"](module, {}))
-        except Exception as e:  # noqa: BLE001 - a pass the GPU would run too, but no proof of its verdict
-            log.warning("TTIR passes for %s skipped: %s: %s", jit.__name__, type(e).__name__, e)
-            return None
+        except CompilationError as e:
+            if not _caused_by_gap(e):
+                # A refusal the answer's own code caught (a constexpr_function calling a jit function: on a GPU that
+                # call raises too) decides nothing: the error the code generator went on to is the GPU's (red-team
+                # round s26).
+                return _without_frames(e)
+            return _refusal(jit.__name__, "compiling it", FrontEndGap(gap[0]))
+        except Exception as e:  # noqa: BLE001 - raised on the answer's kernel, options or callbacks (`repr=`,
+            # a constexpr function), or by a pass over its IR: a GPU compile of it fails too (red-team round s28)
+            return _refusal(jit.__name__, "compiling it", _without_frames(e))
     ops = forged_pointer_ops(ttir)
     if not ops:
         return None
@@ -323,14 +354,14 @@ def _compile_mode() -> Iterator[list[str]]:
     from triton.runtime.jit import JITFunction
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        gap.append("the code generator reached an interpreted function")
+        gap.append("the code generator reached a @triton.jit function as a plain Python call (from a "
+                   "tl.constexpr function or through a wrapped value), which a GPU cannot compile either")
         raise FrontEndGap(gap[-1])
 
     def refuse_launch(*args: Any, **kwargs: Any) -> Any:
-        # A kernel launched while another compiles (`h[grid](...)` in a kernel body or a tl.constexpr
-        # function): a GPU would run it; the CPU has no driver for it. Not a front-end verdict: the
-        # launch guards of the recorder and the replay judge it.
-        gap.append("a kernel launch during code generation")
+        # A kernel launched while another compiles (from a tl.constexpr function or a `repr=` callback): never
+        # checked, and refused like every nested launch (the replay's NestedLaunchError, `install`'s run).
+        gap.append("a kernel launch while the kernel compiles; launch kernels from host code only")
         raise FrontEndGap(gap[-1])
 
     swaps = _language_swaps()

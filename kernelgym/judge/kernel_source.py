@@ -303,6 +303,113 @@ def kernel_problems(specs: dict[str, KernelSpec]) -> list[str]:
     return problems
 
 
+# Builtins that answer what an object is, not what value it holds. In a kernel the GPU code generator folds them
+# at compile time over its objects and the interpreter evaluates them at run time over its own (red-team round s28).
+INTROSPECTION_BUILTINS = frozenset({"hasattr", "getattr", "isinstance", "callable", "type"})
+# Attributes of a value whose class `isinstance` may test (`isinstance(x.dtype, tl.pointer_type)`).
+_TYPED_ATTRIBUTES = frozenset({"dtype", "type", "element_ty", "value"})
+
+
+def branch_oracle(obj: Any) -> bool:
+    """Whether `obj`, a Triton object a kernel names, may be another object under the CPU interpreter than in the
+    GPU code generator: a function, class or module (the interpreter patches `triton.language`: `tl.range is
+    tl.static_range`, `hasattr(tl.multiple_of, "func")`). Constants, dtypes, constexprs of them and option
+    enums are the same objects in both."""
+    import enum
+
+    from triton.language import core
+
+    if obj is None or isinstance(obj, (bool, int, float, str, core.dtype, enum.Enum)) or _language_enum(obj):
+        return False
+    if isinstance(obj, core.constexpr):
+        return branch_oracle(obj.value)
+    if isinstance(obj, tuple):
+        return any(branch_oracle(v) for v in obj)
+    return True
+
+
+def oracle_use(node: ast.AST, parents: dict[ast.AST, ast.AST], triton_call: Any) -> bool:
+    """Whether a Triton function, class or module named by `node` is used as a value whose identity or attributes
+    a kernel can test: anything but called, an annotation, the class `isinstance` tests against, or an argument
+    of a Triton function (`triton_call(func)`: `tl.reduce(x, 0, combine)`). Compared (`is`, `==`), given to
+    `hasattr`/`getattr`/`callable`/`type`, bound to a name or passed to a helper, the code generator and the
+    interpreter can see two different objects, and the check compiles a branch that never runs."""
+    parent = parents.get(node)
+    if isinstance(parent, ast.Call) and parent.func is node:
+        return False
+    if isinstance(parent, ast.arg) or (isinstance(parent, (ast.AnnAssign, ast.FunctionDef)) and (
+            getattr(parent, "annotation", None) is node or getattr(parent, "returns", None) is node)):
+        return False
+    if isinstance(parent, ast.Tuple):
+        node, parent = parent, parents.get(parent)
+    call = parents.get(parent) if isinstance(parent, ast.keyword) else parent
+    if not isinstance(call, ast.Call):
+        return True
+    if isinstance(call.func, ast.Name) and call.func.id == "isinstance" and len(call.args) == 2:
+        return call.args[1] is not node
+    return not (node in call.args or isinstance(parent, ast.keyword)) or not triton_call(call.func)
+
+
+def introspected_attribute(call: ast.AST) -> bool:
+    """`hasattr(x.attr, ...)`, `type(x.attr)`...: an introspection builtin over an attribute of a kernel value (the
+    interpreter's objects are not the code generator's: `hasattr(x_ptr.handle, "data")`). `isinstance` of a
+    value's dtype or type stays allowed."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            and call.func.id in INTROSPECTION_BUILTINS and call.args and isinstance(call.args[0], ast.Attribute)):
+        return False
+    return not (call.func.id == "isinstance" and call.args[0].attr in _TYPED_ATTRIBUTES)
+
+
+def _oracle_problems(node: ast.AST, parents: dict[ast.AST, ast.AST], spec: KernelSpec, bound: set[str]) -> list[str]:
+    """A Triton function, class or module used as a testable value (`oracle_use`), or an introspected attribute."""
+    if introspected_attribute(node) and _root(node.args[0]) in bound:
+        return [f"line {node.lineno}: {node.func.id}() of an attribute ({ast.unparse(node.args[0])[:40]}); the GPU "
+                "compiler and the CPU interpreter hold different objects there"]
+    if not isinstance(node, (ast.Name, ast.Attribute)) and not _literal_attribute_call(node):
+        return []
+    parent = parents.get(node)
+    if (isinstance(parent, ast.Attribute) and parent.value is node) or (
+            _literal_attribute_call(parent) and parent.func.id == "getattr" and parent.args[0] is node):
+        return []  # a step of a longer path: judged at its end
+    root, parts = _chain(node)
+    if not isinstance(root, ast.Name) or root.id in bound:
+        return []
+    if root.id in spec.helpers:
+        obj: Any = True  # a kernel function: an InterpretedFunction here, a JITFunction in the code generator
+    elif root.id in spec.modules or root.id in spec.imports:
+        path = [spec.modules[root.id]] if root.id in spec.modules else str(spec.imports[root.id]).split(":")
+        obj = _resolve(path + parts)
+    else:
+        return []
+    if (obj is _MISSING or branch_oracle(obj)) and oracle_use(node, parents, lambda f: _triton_call(f, spec, bound)):
+        return [f"line {node.lineno}: {ast.unparse(node)[:60]} used as a value (compared, tested with hasattr/"
+                "isinstance, bound to a name or passed to a helper); the GPU compiler and the CPU interpreter hold "
+                "different objects there. Call Triton functions; test only constexpr values and dtypes"]
+    return []
+
+
+def _triton_call(func: ast.AST, spec: KernelSpec, bound: set[str]) -> bool:
+    root, _ = _chain(func)
+    return isinstance(root, ast.Name) and root.id not in bound and (root.id in spec.modules or root.id in spec.imports)
+
+
+def _resolve(path: list[str]) -> Any:
+    """The object a dotted path from a module names (`["triton.language", "range"]`), or `_MISSING`."""
+    import importlib
+
+    try:
+        obj: Any = importlib.import_module(path[0])
+    except ImportError:
+        return _MISSING
+    for part in path[1:]:
+        if part.startswith("_"):
+            return _MISSING
+        obj = getattr(obj, part, _MISSING)
+        if obj is _MISSING:
+            return _MISSING
+    return obj
+
+
 def _jit_option_ok(value: Any) -> bool:
     if isinstance(value, bool):
         return True
@@ -387,6 +494,7 @@ def _source_problems(spec: KernelSpec, specs: dict[str, KernelSpec]) -> list[str
     for node in ast.walk(fdef):
         if node is not fdef:
             problems += _node_problems(node, parents, spec, known, bound)
+            problems += _oracle_problems(node, parents, spec, bound)
     return problems
 
 
