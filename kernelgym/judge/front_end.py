@@ -296,7 +296,7 @@ def _mirror_class() -> type:
 
         def get_capture_scope(self) -> dict:
             scope = super().get_capture_scope()
-            return {k: _jit_of(v) for k, v in scope.items()}
+            return {k: _jit_of_or_same(v) for k, v in scope.items()}
 
     return _Mirror
 
@@ -315,6 +315,16 @@ def _jit_of(value: Any) -> Any:
             _STATE["mirror"] = _mirror_class()
         held = _MIRRORS[id(value)] = (value, _STATE["mirror"](value.fn, **value.kwargs))
     return held[1]
+
+
+def _jit_of_or_same(value: Any) -> Any:
+    """`_jit_of(value)`, or `value` itself when the answer's options make its JIT counterpart raise: a kernel the
+    kernel being checked never calls must not refuse it; one it calls reaches the code generator as an
+    interpreted function, which is refused (`_compile_mode`)."""
+    try:
+        return _jit_of(value)
+    except Exception:  # noqa: BLE001 - judged where it is launched or called
+        return value
 
 
 def _language_swaps() -> list[tuple[Any, str, Any]]:

@@ -375,7 +375,7 @@ def _oracle_problems(node: ast.AST, parents: dict[ast.AST, ast.AST], spec: Kerne
     if not isinstance(root, ast.Name) or root.id in bound:
         return []
     if root.id in spec.helpers:
-        obj: Any = True  # a kernel function: an InterpretedFunction here, a JITFunction in the code generator
+        obj: Any = _MISSING  # a kernel function: an InterpretedFunction here, a JITFunction in the code generator
     elif root.id in spec.modules or root.id in spec.imports:
         path = [spec.modules[root.id]] if root.id in spec.modules else str(spec.imports[root.id]).split(":")
         obj = _resolve(path + parts)

@@ -287,6 +287,44 @@ def test_honest_idioms_are_allowed(snippet: str) -> None:
     assert scan(PRELUDE + snippet).violations == []
 
 
+# Inside kernels (red-team round s28): a Triton object as a value the kernel tests, and the interpreter's objects.
+KERNEL = "@triton.jit\ndef k(x_ptr, y_ptr, BIAS, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):\n"
+KERNEL_BANNED = [
+    ("    if tl.range is tl.static_range:\n        BLOCK = 1", "'tl.range' as a value inside a kernel"),
+    ("    if hasattr(tl.multiple_of, 'func'):\n        BLOCK = 1", "'tl.multiple_of' as a value inside a kernel"),
+    ("    f = getattr(tl, 'exp')", "'tl' as a value inside a kernel"),
+    ("    r = tl.static_range", "'tl.static_range' as a value inside a kernel"),
+    ("    b = callable(tl.exp)", "'tl.exp' as a value inside a kernel"),
+    ("    if hasattr(y_ptr.dtype, 'x'):\n        BLOCK = 1", "hasattr() of an attribute inside a kernel"),
+    ("    p = y_ptr.handle", "'.handle' inside a kernel"),
+    ("    f = x_ptr.fn", "'.fn' inside a kernel"),
+]
+
+
+@pytest.mark.parametrize("body,needle", KERNEL_BANNED, ids=[b[0].strip()[:40] for b in KERNEL_BANNED])
+def test_kernels_never_test_triton_objects_or_read_the_interpreters(body: str, needle: str) -> None:
+    violations = scan(PRELUDE + KERNEL + body + "\n").violations
+    assert violations and all("inside a kernel" in v for v in violations), violations
+    assert needle in violations[0] and "is not allowed" in violations[0]
+
+
+KERNEL_ALLOWED = [
+    "    if BIAS is not None:\n        BLOCK = 1",
+    "    if HAS_BIAS:\n        BLOCK = 1",
+    "    if isinstance(BLOCK, tl.constexpr):\n        BLOCK = 1",
+    "    if x_ptr.dtype.element_ty == tl.float16:\n        BLOCK = 1",
+    "    acc = tl.zeros([BLOCK], dtype=tl.float32)\n    t = tl.float32",
+    "    for i in tl.static_range(4):\n        BLOCK = 1",
+    "    m = tl.reduce(tl.load(x_ptr + tl.arange(0, BLOCK)), 0, tl.maximum)",
+    "    v = tl.load(x_ptr).to(y_ptr.dtype.element_ty)",
+]
+
+
+@pytest.mark.parametrize("body", KERNEL_ALLOWED, ids=[b.strip()[:40] for b in KERNEL_ALLOWED])
+def test_kernels_still_test_constexpr_flags_none_and_dtypes(body: str) -> None:
+    assert scan(PRELUDE + KERNEL + body + "\n").violations == []
+
+
 def test_kernels_and_model_new() -> None:
     code = PRELUDE + (
         "@triton.autotune(configs=[triton.Config({'B': 64})], key=['n'])\n@triton.jit\ndef a(x):\n    pass\n"

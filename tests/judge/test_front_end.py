@@ -139,18 +139,82 @@ def test_each_specialisation_is_checked_once(monkeypatch):
     assert calls == ["scale_and_sum", "scale_and_sum"]
 
 
-def test_a_check_that_cannot_run_lets_the_kernel_run(monkeypatch):
-    # Not the code generator's verdict (a Triton whose internals differ, a missing backend): no refusal.
-    from triton.compiler import ASTSource
+def test_only_a_fault_of_the_judges_own_set_up_lets_the_kernel_run(monkeypatch):
+    # The backend is built from the install target alone: no answer value reaches it, so its failure is ours.
+    def broken():
+        raise RuntimeError("no backend here")
 
-    def broken(*args, **kwargs):
-        raise RuntimeError("no code generator here")
-
-    monkeypatch.setattr(ASTSource, "make_ir", broken)
+    monkeypatch.setattr(front_end, "_backend", broken)
     monkeypatch.setattr(front_end, "_CHECKED", {})
     x, out = torch.randn(100), torch.empty(100)
     scale_and_sum[(1,)](x, out, 100, BLOCK=128)
     torch.testing.assert_close(out, x * 2.0 + x.sum())
+
+
+def test_an_error_of_the_code_generator_is_a_refusal_not_a_skip(monkeypatch):
+    # Red-team round s28: an error outside `CompilationError` (a `repr=` callback raising KeyError) was "skipped" and
+    # the kernel ran as Python. A GPU compile of the same kernel fails the same way.
+    from triton.compiler import ASTSource
+
+    def broken(*args, **kwargs):
+        raise KeyError("no name")
+
+    monkeypatch.setattr(ASTSource, "make_ir", broken)
+    monkeypatch.setattr(front_end, "_CHECKED", {})
+    x, out = torch.randn(100), torch.empty(100)
+    with pytest.raises(CompilationError, match="failed while compiling it .KeyError"):
+        scale_and_sum[(1,)](x, out, 100, BLOCK=128)
+
+
+def _no_name(fn):
+    raise KeyError("no name")
+
+
+@triton.jit(repr=_no_name)
+def copy_with_raising_repr(x_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(x_ptr))
+
+
+@triton.jit(do_not_specialize=1)
+def copy_with_bad_option(x_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(x_ptr))
+
+
+@triton.jit
+def copy_first(x_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(x_ptr))
+
+
+@triton.jit
+def launches_another(x_ptr, out_ptr):
+    copy_first[(1,)](x_ptr, out_ptr)
+
+
+@pytest.mark.parametrize("launch, stage", [
+    (lambda x, o: copy_with_raising_repr[(1,)](x, o), "compiling it .KeyError"),
+    (lambda x, o: copy_with_bad_option[(1,)](x, o), "launching it .TypeError"),
+    (lambda x, o: copy_first[(1,)](x, [o]), "launching it .TypeError: failed to specialize"),
+], ids=["repr callback raises", "do_not_specialize=1", "list argument"])
+def test_what_fails_on_the_answers_kernel_arguments_or_options_is_refused(launch, stage):
+    x, out = torch.ones(1), torch.zeros(1)
+    with pytest.raises(CompilationError, match=stage):
+        launch(x, out)
+    assert out.item() == 0.0  # the body never ran
+
+
+def test_a_launch_from_a_kernel_body_raises_in_the_answers_process_too():
+    from kernelgym.judge.replay import NestedLaunchError
+
+    x, out = torch.ones(1), torch.zeros(1)
+    with pytest.raises(CompilationError, match="a kernel launch while the kernel compiles"):
+        launches_another[(1,)](x, out)  # the outer check reaches the launch while it compiles
+    with front_end.unchecked(), pytest.raises(Exception) as caught:
+        launches_another[(1,)](x, out)  # unchecked, the body runs: the inner launch itself raises
+    chain = [caught.value, caught.value.__cause__, caught.value.__context__]
+    assert any(isinstance(e, NestedLaunchError) for e in chain) or "NestedLaunchError" in str(caught.value)
+    assert out.item() == 0.0
+    copy_first[(1,)](x, out)  # and a launch from host code afterwards runs
+    assert out.item() == 1.0
 
 
 # -- whole answers through the judge's CPU child -----------------------------------------------------

@@ -360,3 +360,55 @@ def test_a_kernel_factory_called_with_other_values_is_two_kernels_of_one_name():
     with pytest.raises(ks.CaptureError, match="two different kernels are named scaled: the same source with other"):
         ks.capture(_scaled_kernel_factory(3.0), into)
     assert ks.KernelSpec.from_wire(into["scaled"].to_wire()) == into["scaled"]  # the ids stay off the wire
+
+
+# -- conditions the GPU code generator and the CPU interpreter decide differently (red-team round s28) -------------
+# The code generator folds a compile-time `if` over its objects, the interpreter over its patched ones: the check
+# compiles one branch and the CPU runs the other. A Triton function, class or module is never a testable value.
+ORACLES = {
+    "identity of two Triton classes": "if tl.range is tl.static_range:\n        n = n + 1",
+    "equality of Triton functions": "if tl.multiple_of == tl.max_contiguous:\n        n = n + 1",
+    "hasattr of a Triton function": 'if hasattr(tl.multiple_of, "func"):\n        n = n + 1',
+    "getattr of a Triton function": 'f = getattr(tl.multiple_of, "func", None)',
+    "getattr of a module": 'f = getattr(tl, "exp")',
+    "hasattr of a module": 'h = hasattr(tl, "math")',
+    "isinstance of a Triton function": "b = isinstance(tl.range, tl.constexpr)",
+    "bound to a name": "r = tl.range",
+    "in a tuple compared": "b = tl.range in (tl.static_range,)",
+    "a kernel function compared": "b = h is None",
+    "an attribute of a parameter introspected": 'b = hasattr(x_ptr.dtype, "element_ty")',
+}
+
+
+@pytest.mark.parametrize("line", list(ORACLES.values()), ids=list(ORACLES))
+def test_a_triton_object_is_never_a_value_a_kernel_tests(line):
+    helper = {"h": KernelSpec(name="h", src="def h(x):\n    return x\n", modules={})}
+    problems = _problems(line, helpers=["h"], more=helper) if " h " in line else _problems(line)
+    assert any("different objects" in p for p in problems), problems
+
+
+HONEST_TESTS = {
+    "is None on a parameter": "if x_ptr is not None:\n        n = n + 1",
+    "constexpr flag": "if BLOCK:\n        n = n + 1",
+    "isinstance of a constexpr": "b = isinstance(BLOCK, tl.constexpr)",
+    "isinstance of a dtype": "b = isinstance(x_ptr.dtype, tl.pointer_type)",
+    "dtype equality": "if x_ptr.dtype.element_ty == tl.float16:\n        n = n + 1",
+    "dtype identity": "if x_ptr.dtype.element_ty is tl.float32:\n        n = n + 1",
+    "a dtype bound": "acc_t = tl.float32",
+    "an enum member": "y = tl.maximum(n, n, propagate_nan=tl.PropagateNan.ALL)",
+    "a Triton function given to a Triton function": "y = tl.reduce(tl.load(x_ptr + tl.arange(0, BLOCK)), 0, tl.maximum)",
+    "hasattr of a parameter": 'b = hasattr(x_ptr, "dtype")',
+}
+
+
+@pytest.mark.parametrize("line", list(HONEST_TESTS.values()), ids=list(HONEST_TESTS))
+def test_tests_of_constexpr_values_and_dtypes_stay_allowed(line):
+    assert _problems(line) == []
+
+
+def test_the_interpreter_only_branch_of_round_s28_is_refused_by_the_replay():
+    src = (HEAD + "    offs = tl.arange(0, BLOCK)\n    if tl.range is tl.static_range:\n"
+           "        tl.store(out_ptr + offs, tl.load(x_ptr + offs))\n    else:\n"
+           "        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 0.0)\n")
+    problems = kernel_problems({"k": KernelSpec(name="k", src=src, modules=MODULES)})
+    assert problems and "tl.range" in problems[0]
