@@ -1218,16 +1218,27 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(parent, ast.Attribute) and parent.value is node:
             return  # a step of a longer path: judged at its end
         path = self.path(node)
-        if path is None or path.split(".")[0] != "triton":
+        if isinstance(node, ast.Name) and node.id in self.kernels and path is None and not self._local(node):
+            pass  # a kernel function: an InterpretedFunction under the interpreter, a JITFunction in the code generator
+        elif path is None or path.split(".")[0] != "triton":
             return
-        kind, obj = _lookup(path)
-        if kind == "banned" or (kind == "object" and not branch_oracle(obj)):
-            return
-        if oracle_use(node, self.parents, lambda f: (self.path(f) or "").split(".")[0] == "triton"):
+        else:
+            kind, obj = _lookup(path)
+            if kind == "banned" or (kind == "object" and not branch_oracle(obj)):
+                return
+        if oracle_use(node, self.parents, self._triton_function):
             self.ban(node, f"'{ast.unparse(node)[:60]}' as a value inside a kernel (compared, tested with hasattr/"
                      "isinstance, bound to a name or passed to a helper)", "the GPU compiler and the CPU interpreter "
                      "hold different objects there, so the CPU would run a branch the GPU check never compiled; "
                      "call Triton functions, and test only constexpr values and dtypes")
+
+    def _triton_function(self, func: ast.AST) -> bool:
+        """A Triton function (not a class such as `tl.constexpr`, whose instance would carry its argument on)."""
+        path = self.path(func) or ""
+        if path.split(".")[0] != "triton":
+            return False
+        kind, obj = _lookup(path)
+        return kind == "object" and not inspect.isclass(obj)
 
     def _kernel_value_attribute(self, node: ast.AST, attr: str) -> None:
         from kernelgym.judge.kernel_source import _NOT_VALUE_ATTRIBUTES

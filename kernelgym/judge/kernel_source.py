@@ -389,8 +389,13 @@ def _oracle_problems(node: ast.AST, parents: dict[ast.AST, ast.AST], spec: Kerne
 
 
 def _triton_call(func: ast.AST, spec: KernelSpec, bound: set[str]) -> bool:
-    root, _ = _chain(func)
-    return isinstance(root, ast.Name) and root.id not in bound and (root.id in spec.modules or root.id in spec.imports)
+    """A call of a Triton function (not of a class such as `tl.constexpr`, whose instance carries its argument on)."""
+    root, parts = _chain(func)
+    if not isinstance(root, ast.Name) or root.id in bound or not (root.id in spec.modules or root.id in spec.imports):
+        return False
+    path = [spec.modules[root.id]] if root.id in spec.modules else str(spec.imports[root.id]).split(":")
+    obj = _resolve(path + parts)
+    return obj is not _MISSING and not inspect.isclass(obj)
 
 
 def _resolve(path: list[str]) -> Any:

@@ -297,6 +297,8 @@ KERNEL_BANNED = [
     ("    b = callable(tl.exp)", "'tl.exp' as a value inside a kernel"),
     ("    if hasattr(y_ptr.dtype, 'x'):\n        BLOCK = 1", "hasattr() of an attribute inside a kernel"),
     ("    p = y_ptr.handle", "'.handle' inside a kernel"),
+    ("    b = tl.constexpr(tl.range) == tl.constexpr(tl.static_range)", "'tl.range' as a value inside a kernel"),
+    ("    b = k is None", "'k' as a value inside a kernel"),
     ("    f = x_ptr.fn", "'.fn' inside a kernel"),
 ]
 

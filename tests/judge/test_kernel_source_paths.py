@@ -376,6 +376,7 @@ ORACLES = {
     "bound to a name": "r = tl.range",
     "in a tuple compared": "b = tl.range in (tl.static_range,)",
     "a kernel function compared": "b = h is None",
+    "wrapped in a constexpr": "b = tl.constexpr(tl.range) == tl.constexpr(tl.static_range)",
     "an attribute of a parameter introspected": 'b = hasattr(x_ptr.dtype, "element_ty")',
 }
 
