@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 
 _CHECKED: dict[Any, BaseException | None] = {}  # specialisation key -> the front end's error, or None
 _MIRRORS: dict[int, Any] = {}  # id(InterpretedFunction) -> (it, its JITFunction)
+_BRANCHES: dict[int, Any] = {}  # id(InterpretedFunction) -> (it, `kernel_source.branch_problems` of it)
 _STATE: dict[str, Any] = {"backend": None, "gap": None, "installed": False, "target": None, "off": 0,
                           "launching": 0}
 
@@ -165,11 +166,27 @@ def check(kernel: Any, args: tuple, kwargs: dict) -> None:
         key = (id(jit), repr(specialization), str(options))
     except Exception as e:  # noqa: BLE001 - the GPU's verdict on the answer's kernel or arguments
         raise _refusal(name, "launching it", e) from None
+    _check_branches(kernel)
     if key not in _CHECKED:
         _CHECKED[key] = _compile(jit, backend, target, bound, specialization, _launch_options(jit, kwargs))
     error = _CHECKED[key]
     if error is not None:
         raise error
+
+
+def _check_branches(kernel: Any) -> None:
+    """Refuse a kernel that tests a Triton object or reads an interpreter object (`kernel_source.branch_problems`),
+    once per kernel: the code generator folds such a condition over its objects and the interpreter over its own,
+    so this check would compile one branch and the interpreter run the other (red-team round s28)."""
+    from triton.compiler import CompilationError
+
+    from kernelgym.judge.kernel_source import branch_problems
+
+    held = _BRANCHES.get(id(kernel))
+    if held is None or held[0] is not kernel:
+        held = _BRANCHES[id(kernel)] = (kernel, branch_problems(kernel))
+    if held[1]:
+        raise CompilationError(f"kernel {getattr(kernel, '__name__', '?')}", None, "; ".join(held[1][:3]))
 
 
 def _refusal(name: str, stage: str, error: BaseException) -> BaseException:

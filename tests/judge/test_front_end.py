@@ -206,8 +206,8 @@ def test_a_launch_from_a_kernel_body_raises_in_the_answers_process_too():
     from kernelgym.judge.replay import NestedLaunchError
 
     x, out = torch.ones(1), torch.zeros(1)
-    with pytest.raises(CompilationError, match="a kernel launch while the kernel compiles"):
-        launches_another[(1,)](x, out)  # the outer check reaches the launch while it compiles
+    with pytest.raises(CompilationError, match="copy_first used as a value"):
+        launches_another[(1,)](x, out)  # checked: refused before the code generator reaches the launch
     with front_end.unchecked(), pytest.raises(Exception) as caught:
         launches_another[(1,)](x, out)  # unchecked, the body runs: the inner launch itself raises
     chain = [caught.value, caught.value.__cause__, caught.value.__context__]
@@ -258,3 +258,64 @@ def test_an_offset_pointer_as_a_condition_is_an_invalid_answer(relu, engine):
     r = judge(relu, _relu_with("    if x_ptr - 3:\n        m = m & (offs >= 0)\n", ""), config)
     assert r.status is Status.INVALID_ANSWER, r.message
     assert "tt.ptr_to_int" in r.error + r.message
+
+
+# -- branches the check compiles and the interpreter does not run (red-team round s28) ------------------------------
+RANGE = getattr(tl, "range")  # no path the scan could read: only the live globals tell what it is
+
+
+@triton.jit
+def identity_branch(x_ptr, out_ptr):
+    if tl.range is tl.static_range:  # the code generator: two classes; the interpreter: one function
+        tl.store(out_ptr, tl.load(x_ptr))
+
+
+@triton.jit
+def hidden_alias_branch(x_ptr, out_ptr):
+    if RANGE == tl.static_range:
+        tl.store(out_ptr, tl.load(x_ptr))
+
+
+@triton.jit
+def _helper_with_hasattr(p):
+    if hasattr(p.handle, "data"):
+        return tl.load(p)
+    return tl.load(p) * 0.0
+
+
+@triton.jit
+def calls_helper_with_hasattr(x_ptr, out_ptr):
+    tl.store(out_ptr, _helper_with_hasattr(x_ptr))
+
+
+@triton.jit
+def honest_flags(x_ptr, out_ptr, b_ptr, HAS_B: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    if b_ptr is not None:
+        x += tl.load(b_ptr + offs)
+    if HAS_B and x_ptr.dtype.element_ty == tl.float32:
+        x = x * 2.0
+    if isinstance(BLOCK, tl.constexpr):  # False in both: the code generator unwraps it, the interpreter has an int
+        x = x * 0.0
+    tl.store(out_ptr + offs, x)
+
+
+@pytest.mark.parametrize("kernel, needle", [
+    (identity_branch, "tl.range used as a value"),
+    (hidden_alias_branch, "RANGE used as a value"),
+    (calls_helper_with_hasattr, "kernel _helper_with_hasattr: line"),
+], ids=["tl.range is tl.static_range", "a global alias compared", "hasattr of .handle in a helper"])
+def test_a_kernel_that_tests_triton_or_interpreter_objects_is_refused_before_it_runs(kernel, needle):
+    x, out = torch.ones(1), torch.zeros(1)
+    with pytest.raises(CompilationError, match=needle):
+        kernel[(1,)](x, out)
+    assert out.item() == 0.0
+
+
+def test_none_tests_constexpr_flags_isinstance_and_dtypes_still_run():
+    x, b, out = torch.ones(4), torch.ones(4), torch.zeros(4)
+    honest_flags[(1,)](x, out, b, HAS_B=True, BLOCK=4)
+    torch.testing.assert_close(out, torch.full((4,), 4.0))
+    honest_flags[(1,)](x, out, None, HAS_B=False, BLOCK=4)
+    torch.testing.assert_close(out, torch.ones(4))
