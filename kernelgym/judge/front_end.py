@@ -37,6 +37,13 @@ launch run unchecked, with a warning, and no answer value reaches those steps: b
 install target (`check`), Triton's language found patched before any of the check's code runs, and creating the
 MLIR context (`_compile`).
 
+The code generator folds a compile-time `if` and compiles only the branch it takes; the interpreter decides the
+same `if` at run time over its own, patched objects. So at a kernel's first launch `_check_branches` refuses
+what `kernel_source.kernel_problems` refuses in the replay (a Triton function, class, module or kernel as a
+tested value, introspection of an attribute, the interpreter's `.handle`), read from the kernel's live
+globals and those of the kernels it calls: else the check would judge one branch and the CPU run another
+(red-team round s28: `tl.range is tl.static_range`, `hasattr(tl.multiple_of, "func")`).
+
 Cost, per specialisation and once per process (2-core CPU machine, triton 3.9, measured with another
 judge run beside it): 4-6 ms for a small kernel (one load and store, or refused early), about 25 ms
 for one that inlines `tl.sum`, `tl.max` and a helper, about 16 ms each for the 4 specialisations of
