@@ -207,6 +207,10 @@ _BANNED_ATTRIBUTES = {
     "rewrite_ast": "runs a rewritten kernel tree (Triton's interpreter)",
     "rewrite": "runs a rewritten kernel tree (Triton's interpreter)",
     "rewritten_fn": "holds the functions interpreted launches run (Triton's interpreter)",
+    # A device address as an integer: under the CPU interpreter an address is host memory, and offsets from one
+    # to `id()` of a Python object reached the builtins (red-team round s28). Kernels reach memory only through
+    # the pointers they are handed (the answer contract's rule since v3: `contract.ADDRESS_METHODS`).
+    "data_ptr": "gives a tensor's address as an integer (pass the tensor to the kernel instead)",
     "from_file": "maps a file into memory", "tofile": "writes a file", "dump": "writes a file",
     "ctypes": "reaches native memory and libraries", "load_library": "loads a native library",
     "inline_asm_elementwise": "runs raw PTX (any address, clocks)", "globaltimer": "reads a clock inside a kernel",
