@@ -491,8 +491,16 @@ def _empty_cell_kernel():
     return out
 
 
-def test_an_empty_closure_cell_raises_name_error_not_the_builtin():
-    # Red-team round s28: the empty cell was dropped and the name fell through to the module's builtins.
+def test_an_empty_closure_cell_raises_name_error_not_the_builtin(monkeypatch):
+    # Red-team round s28: the empty cell was dropped and the name fell through to the module's builtins. The GPU
+    # front-end check refuses the kernel first (its empty cell is an error there too); the interpreter's own
+    # scope must hold without it.
+    from kernelgym.judge import front_end
+
+    with pytest.raises(Exception) as info:
+        _empty_cell_kernel()
+    assert "Cell" in repr(info.value)  # the front end: "ValueError: Cell is empty"
+    monkeypatch.setitem(front_end._STATE, "off", True)
     with pytest.raises(Exception) as info:
         _empty_cell_kernel()
     assert "NameError" in repr(info.value) and "open" in repr(info.value)
