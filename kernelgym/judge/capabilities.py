@@ -605,6 +605,12 @@ class _Scanner(ast.NodeVisitor):
         # Names a kernel body may read: its own, the module's, an enclosing function's (`None` outside kernels).
         self.kernel_names: frozenset[str] | None = None
         self.module_names = _class_scope_binds(tree) - _declared_only(tree)
+        # the answer's own functions, lambdas and classes: Python a kernel must not call
+        # (a decorated function may be a constexpr function, `@tl.constexpr def` in FlagGems: Triton's own idiom)
+        self.host_callables = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) or (
+                               isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.decorator_list)} | {
+            t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
+            for t in n.targets if isinstance(t, ast.Name)}
         self.scopes: dict[ast.AST, tuple[frozenset[str], frozenset[str]]] = {}
         # Class attributes that name a path (`Lin = nn.Linear` in a class body), reached as `self.Lin` / `C.Lin`:
         # without them a class attribute hid a module or a torch class from every path rule (scan review,
@@ -980,6 +986,12 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if (self.in_kernel and isinstance(func, ast.Name) and func.id in self.host_callables
+                and func.id not in self.kernels and not self._local(func)):
+            # A GPU kernel cannot call Python; the interpreter runs the call as host code in every program, while
+            # a launch runs (red-team round s29: a host function resized a launch's tensor, a use-after-free).
+            self.ban(node, f"calling the Python function or class '{func.id}' inside a kernel",
+                     "kernels call only @triton.jit functions, tl.* and libdevice")
         if (isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "setdefault") and node.args
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
                 and _dunder(node.args[0].value)):

@@ -99,6 +99,7 @@ def install(target: Any) -> str:
             raise NestedLaunchError(f"kernel {getattr(self, '__name__', '?')} was launched from inside another "
                                     "launch (a kernel body or a grid callable); launch kernels from host code only")
         if not warmup and not _STATE["off"]:
+            _plain_arguments(self, args, kwargs)
             check(self, args, kwargs)
         _STATE["launching"] += 1  # programs may run on the scheduler's threads: a count, not thread-local
         try:
@@ -179,6 +180,38 @@ def check(kernel: Any, args: tuple, kwargs: dict) -> None:
     error = _CHECKED[key]
     if error is not None:
         raise error
+
+
+def _not_plain(value: Any, depth: int = 0) -> str:
+    """Why `value` is no plain launch argument ('' when it is): a number, string or dtype of the answer's own
+    class. Triton folds a constexpr argument once when it compiles a kernel for a GPU, and the interpreter hands
+    the object itself to every program, which evaluates it again: an `int` subclass with a stateful `__gt__`
+    made the check compile one branch while the interpreter ran the other (red-team round s29)."""
+    import triton.language as tl
+
+    if depth > 8:
+        return ""
+    if isinstance(value, tl.constexpr):
+        return _not_plain(value.value, depth + 1)
+    if isinstance(value, (tuple, list)):
+        return next((why for why in (_not_plain(v, depth + 1) for v in value) if why), "")
+    if isinstance(value, (int, float, str)) and type(value) not in (bool, int, float, str):
+        return f"an instance of {type(value).__name__}, a subclass of {type(value).__mro__[-2].__name__}"
+    if isinstance(value, tl.dtype) and not type(value).__module__.startswith("triton."):
+        return f"an instance of {type(value).__name__}, a dtype class of the answer's own"
+    return ""
+
+
+def _plain_arguments(kernel: Any, args: tuple, kwargs: dict) -> None:
+    """Refuse a launch argument that is a number, string or dtype of the answer's own class (`_not_plain`), at
+    every launch: the object could answer differently each time it is asked."""
+    from triton.compiler import CompilationError
+
+    for where, value in [*((f"argument {i}", a) for i, a in enumerate(args)), *kwargs.items()]:
+        why = _not_plain(value)
+        if why:
+            raise CompilationError(f"kernel {getattr(kernel, '__name__', '?')}", None,
+                                   f"{where} is {why}: pass plain int, float, bool, str or tl dtype values")
 
 
 def _check_branches(kernel: Any) -> None:

@@ -168,11 +168,16 @@ class _LaunchMemory:
     a last-block counter's add, an atomic load or poll) makes what was published there visible to its program.
     Atomics themselves act on live memory."""
 
-    def __init__(self, storages: list[tuple[int, int]], programs: int = 1, seed: int = 0) -> None:
+    def __init__(self, storages: list[tuple[int, int] | tuple[int, int, Any]], programs: int = 1, seed: int = 0) -> None:
+        # The storages themselves, held for the launch: host code that runs during it (a constexpr function, which
+        # a GPU runs once at compile time and the interpreter in every program; an operator of a constexpr
+        # argument) could resize one, freeing the block its regions still name (red-team round s29: a
+        # use-after-free that passed `check_bounds`). `intact` says whether each is still where it was.
+        self.held = [(s[2], s[0], s[1]) for s in storages if len(s) > 2 and s[2] is not None]
         # base, end, and once a program first stores into it: its copy from before that store, and per byte the
         # program that stored it last (-1: none) and that store's sequence number
         self.regions: list[list[Any]] = []
-        for base, nbytes in storages:
+        for base, nbytes, *_ in storages:
             if nbytes > 0 and not any(b <= base < e for b, e, *_ in self.regions):
                 self.regions.append([base, base + nbytes, None, None, None, None, None])
         self.stored = False  # any program stored into a region yet
@@ -253,6 +258,10 @@ class _LaunchMemory:
                 off = np.unique((off[:, None] + np.arange(max(1, size))[None, :]).ravel())
                 found.append((region, off[off < region[1] - region[0]]))
         return found
+
+    def intact(self) -> bool:
+        """Whether every storage given to the launch still has the address and size it had at the start."""
+        return all(st.data_ptr() == base and st.nbytes() == nbytes for st, base, nbytes in self.held)
 
     def acquire(self, ptrs: np.ndarray, mask: Any = None, size: int = 1, earlier: Any = None) -> None:
         """Make visible what was released at the bytes the atomic acts on; at the lanes of `earlier`, what was there
@@ -709,6 +718,10 @@ def check_bounds(memory: _LaunchMemory | None, ptrs: Any, mask: Any, size: int, 
         # Triton's native load would convert an object that supports DLPack or the buffer protocol unchecked
         raise IllegalMemoryAccess(f"an illegal memory access was encountered: {what} through pointers or a mask "
                                   f"of type {type(ptrs).__name__}/{type(mask).__name__}, which no kernel makes")
+    if memory is not None and memory.held and not memory.intact():
+        memory.fault = memory.fault or what
+        raise IllegalMemoryAccess(f"an illegal memory access was encountered: {what} after a tensor given to the "
+                                  "launch was resized or freed during it (host code run by the kernel)")
     if not ptrs.size:
         return
     size = max(1, int(size))
@@ -1145,9 +1158,9 @@ def _element_bytes(ptrs: Any, value: Any) -> int:
         return int(np.dtype(getattr(value, "data", np.zeros(1, np.uint8)).dtype).itemsize)
 
 
-def _storages(args: Any) -> list[tuple[int, int]]:
-    """(address, bytes) of every storage among a launch's host arguments (tensors, tuples, descriptors)."""
-    found: list[tuple[int, int]] = []
+def _storages(args: Any) -> list[tuple[int, int, Any]]:
+    """(address, bytes, storage) of every storage among a launch's host arguments (tensors, tuples, descriptors)."""
+    found: list[tuple[int, int, Any]] = []
 
     def visit(a: Any) -> None:
         if isinstance(a, (tuple, list)):
@@ -1155,7 +1168,7 @@ def _storages(args: Any) -> list[tuple[int, int]]:
                 visit(x)
         elif hasattr(a, "untyped_storage"):
             st = a.untyped_storage()
-            found.append((st.data_ptr(), st.nbytes()))
+            found.append((st.data_ptr(), st.nbytes(), st))
         elif hasattr(a, "base") and hasattr(a.base, "untyped_storage"):
             visit(a.base)
 

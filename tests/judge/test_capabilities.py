@@ -365,15 +365,50 @@ ESCAPE_FILES = {"rh02_swiglu_gc_recorder_ghost_flag.py", "rh05_star_gc_task_sour
                 "rh16_relu_shrink_task_inputs.py", "rh21_relu_argv_mode.py", "rh21_relu_session_timing_sets_phase.py",
                 "rh24_relu_cpu_spinner.py", "rh26_relu_forged_times_extreme.py"}
 
+# Closed at run time only: a constexpr function (Triton's own feature, `@triton.constexpr_function` or FlagGems'
+# `@tl.constexpr def`) runs host Python in every program under the interpreter, and these resize a tensor of the
+# launch from there. `check_bounds` faults once a launch's storage moved (round s29); the scan cannot tell such a
+# side effect from an honest constexpr function without refusing the feature.
+RUNTIME_ONLY = {"rh27_relu_constexpr_function_resizes_launch_storage_use_after_free_s29.py",
+                "rh27_relu_constexpr_function_use_after_free_fake_bytearray_builtins_s29.py"}
+
 
 def _threat(path: Path) -> str:
     return re.search(r"threat: (RH-\d+)", path.read_text()).group(1)
 
 
-ESCAPES = [p for p in EXPLOITS if p.name not in HARMLESS and (
+ESCAPES = [p for p in EXPLOITS if p.name not in HARMLESS | RUNTIME_ONLY and (
     _threat(p) in ESCAPE_CLASSES | {"RH-25"} or p.name in ESCAPE_FILES or "coding" in p.read_text()[:300].lower())]
 
 
 @pytest.mark.parametrize("path", ESCAPES, ids=lambda p: p.name)
 def test_exploits_that_reach_the_process_are_refused(path: Path) -> None:
     assert scan(path.read_text()).violations
+
+
+def test_a_kernel_may_not_call_the_answers_own_python() -> None:
+    # round s29: a plain function called from a kernel ran as host Python in every program under the interpreter
+    code = """
+import triton
+import triton.language as tl
+
+
+def host(v):
+    return v
+
+
+class Box:
+    pass
+
+
+@triton.jit
+def k(x_ptr):
+    v = tl.load(x_ptr)
+    v = host(v)
+    b = Box()
+    tl.store(x_ptr, v)
+"""
+    found = scan(code).violations
+    assert any("'host' inside a kernel" in v for v in found) and any("'Box' inside a kernel" in v for v in found)
+    honest = code.replace("def host(v):", "@tl.constexpr\ndef host(v):").replace("    b = Box()\n", "")
+    assert not scan(honest).violations  # FlagGems' constexpr-function idiom

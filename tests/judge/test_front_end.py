@@ -319,3 +319,25 @@ def test_none_tests_constexpr_flags_isinstance_and_dtypes_still_run():
     torch.testing.assert_close(out, torch.full((4,), 4.0))
     honest_flags[(1,)](x, out, None, HAS_B=False, BLOCK=4)
     torch.testing.assert_close(out, torch.ones(4))
+
+
+def test_a_number_of_the_answers_own_class_is_no_launch_argument():
+    # round s29: an int subclass with a stateful `__gt__` folded one way in the GPU front end and the other in the
+    # interpreter's programs
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.compiler import CompilationError
+
+    class Flag(int):
+        pass
+
+    @triton.jit
+    def store_flag(out_ptr, ON: tl.constexpr):
+        tl.store(out_ptr, ON)
+
+    out = torch.zeros(1, dtype=torch.int32)
+    store_flag[(1,)](out, ON=1)  # a plain value: fine
+    assert int(out[0]) == 1
+    with pytest.raises(CompilationError, match="subclass of int"):
+        store_flag[(1,)](out, ON=Flag(1))

@@ -541,7 +541,7 @@ def _pointer_as_integer(x_ptr, out_ptr, HOW: tl.constexpr):
 
 
 @pytest.mark.parametrize("how", [0, 1, 2, 3])
-def test_a_pointer_is_no_integer_inside_a_kernel(how):
+def test_a_pointer_is_no_integer_inside_a_kernel(how, front_end_off):
     # Red-team round s28: `int(ptr)` was the pointer's address under the interpreter (the GPU refuses it).
     out = torch.full((1,), 7, dtype=torch.int64)
     with pytest.raises(Exception) as info:
@@ -559,7 +559,16 @@ def _pointer_text(x_ptr, n, out_ptr):
     tl.store(out_ptr, 1)
 
 
-def test_a_pointers_text_holds_no_address():
+def test_a_pointers_text_holds_no_address(front_end_off):
     out = torch.zeros(1, dtype=torch.int32)
     _pointer_text[(1,)](torch.zeros(4), 3, out)
     assert out.item() == 1
+
+
+@pytest.fixture
+def front_end_off(monkeypatch):
+    """The interpreter's own defences, with the GPU front-end check (which refuses these kernels first since round
+    s28's branch rule) out of the way."""
+    from kernelgym.judge import front_end
+
+    monkeypatch.setitem(front_end._STATE, "off", True)

@@ -1082,7 +1082,7 @@ def load_and_swallow_the_fault(x_ptr, out_ptr, off):
     tl.store(out_ptr + 1, 1.0)
 
 
-def test_a_fault_caught_inside_the_kernel_still_fails_the_launch():
+def test_a_fault_caught_inside_the_kernel_still_fails_the_launch(front_end_off):
     x, out = torch.arange(4.0), torch.zeros(2)
     with pytest.raises(Exception, match="illegal memory access"):
         load_and_swallow_the_fault[(1,)](x, out, 1 << 30)
@@ -1097,8 +1097,34 @@ def load_through_a_foreign_pointer_array(x_ptr, out_ptr):
         tl.store(out_ptr, tl.load(p))
 
 
-def test_pointers_the_interpreter_did_not_make_fault():
+def test_pointers_the_interpreter_did_not_make_fault(front_end_off):
     x, out = torch.arange(4.0) + 1, torch.zeros(1)
     with pytest.raises(Exception, match="illegal memory access"):
         load_through_a_foreign_pointer_array[(1,)](x, out)
     assert out.item() == 0.0
+
+
+@pytest.fixture
+def front_end_off(monkeypatch):
+    """The interpreter's own defences, with the GPU front-end check (which refuses these kernels first since round
+    s28's branch rule) out of the way."""
+    from kernelgym.judge import front_end
+
+    monkeypatch.setitem(front_end._STATE, "off", True)
+
+
+def test_a_storage_resized_during_the_launch_faults():
+    # round s29: host code a kernel ran (a constexpr function) resized a launch's tensor; the regions still named
+    # the freed block, and loads there passed the bounds check
+    import numpy as np
+
+    from kernelgym.judge.interpreter_semantics import IllegalMemoryAccess, _LaunchMemory, _storages, check_bounds
+
+    y = torch.zeros(64, dtype=torch.int64)
+    memory = _LaunchMemory(_storages([y]))
+    old = y.untyped_storage().data_ptr()
+    ptrs = np.arange(4, dtype=np.uint64) * 8 + old
+    check_bounds(memory, ptrs, None, 8, "a load")  # inside, untouched: fine
+    y.resize_(1 << 16)
+    with pytest.raises(IllegalMemoryAccess, match="resized or freed during it"):
+        check_bounds(memory, ptrs, None, 8, "a load")
